@@ -1,0 +1,111 @@
+/* fusesched configuration file: model, parser, printer.
+ *
+ * The file is INI (libinih for key = value lines and comments).  A loaded
+ * `struct config` is immutable: a reload builds a new one and the daemon
+ * swaps pointers, so a bad file never disturbs the running settings.
+ *
+ * Sections and keys (every key is optional; conf/fusesched.conf documents them):
+ *
+ *   [scheduler]  policy, max_inflight, idle, budget_timeout_ms,
+ *                default_weight, honor_cgroup_weights
+ *   [tenants]    hierarchy, cache_ttl_ms, retire_idle_ms
+ *   [control]    socket, group
+ *   [group "PATTERN"]  weight          (any number, in file order)
+ *
+ * Errors are reported as "FILE:LINE: message" and the functions return a
+ * negative errno: -EINVAL for any content error, -ENOMEM, or the errno of a
+ * failed open/read.
+ */
+#ifndef FUSESCHED_CONFIG_H
+#define FUSESCHED_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Weights follow the kernel's io.bfq.weight range. */
+#define CONFIG_WEIGHT_MIN 1u
+#define CONFIG_WEIGHT_MAX 1000u
+#define CONFIG_WEIGHT_DEFAULT 100u
+
+/* Longest physical line accepted (section headers carry cgroup globs). */
+#define CONFIG_LINE_MAX 4096u
+
+enum config_policy {
+	CONFIG_POLICY_BFQ,
+	CONFIG_POLICY_FIFO,
+};
+
+enum config_idle_mode {
+	CONFIG_IDLE_AUTO,	/* learned from each tenant's think time */
+	CONFIG_IDLE_OFF,	/* never idle */
+	CONFIG_IDLE_FIXED,	/* fixed window of scheduler.idle_us */
+};
+
+enum config_hierarchy {
+	CONFIG_HIERARCHY_AUTO,	/* v2 path unless it is "/", else v1 blkio path */
+	CONFIG_HIERARCHY_V2,	/* always the v2 ("0::") path */
+	CONFIG_HIERARCHY_BLKIO,	/* always the v1 blkio path */
+};
+
+/* One [group "PATTERN"] section. */
+struct config_group_rule {
+	char *pattern;		/* cgroup path or fnmatch(FNM_PATHNAME) glob */
+	uint32_t weight;
+	unsigned line;		/* line of the section header, for messages */
+};
+
+struct config_scheduler {
+	enum config_policy policy;
+	uint32_t max_inflight;
+	enum config_idle_mode idle_mode;
+	uint32_t idle_us;		/* meaningful for CONFIG_IDLE_FIXED */
+	uint32_t budget_timeout_ms;
+	uint32_t default_weight;
+	bool honor_cgroup_weights;
+};
+
+struct config_tenants {
+	enum config_hierarchy hierarchy;
+	uint32_t cache_ttl_ms;
+	uint32_t retire_idle_ms;
+};
+
+struct config_control {
+	char *socket_path;	/* NULL: "auto", derived from the mountpoint */
+	char *group;		/* NULL: no group, socket mode 0600 */
+};
+
+struct config {
+	char *source;			/* file name used in messages, or NULL */
+	struct config_scheduler scheduler;
+	struct config_tenants tenants;
+	struct config_control control;
+	size_t group_count;
+	struct config_group_rule *groups;	/* first match wins */
+};
+
+/* A configuration with every default (what an empty file gives). */
+int config_new_default(struct config **out);
+
+/* Parse PATH.  On success *out owns a new config; on failure *out is NULL
+ * and err (if err_len > 0) holds "PATH:LINE: message" or "PATH: reason". */
+int config_load_file(const char *path, struct config **out,
+		     char *err, size_t err_len);
+
+/* Same, from an open stream; NAME is used in messages. */
+int config_load_stream(FILE *in, const char *name, struct config **out,
+		       char *err, size_t err_len);
+
+void config_free(struct config *cfg);
+
+/* Print the effective settings as a valid config file (what
+ * `fusesched check-config` shows).  Returns 0 or -EIO. */
+int config_print(const struct config *cfg, FILE *out);
+
+/* Names of enum values, as written in the file. */
+const char *config_policy_name(enum config_policy policy);
+const char *config_hierarchy_name(enum config_hierarchy hierarchy);
+
+#endif /* FUSESCHED_CONFIG_H */

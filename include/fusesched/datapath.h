@@ -1,0 +1,63 @@
+/*
+ * The data path: the one boundary every data operation crosses.
+ *
+ * fs/ turns READ, WRITE, FSYNC, FDATASYNC, FALLOCATE and COPY_FILE_RANGE into
+ * a struct datapath_req and hands it to a datapath. The datapath owns the
+ * request from then on and replies to FUSE exactly once. The synchronous
+ * datapath serves it in the calling worker thread; the io_uring engine queues
+ * it per tenant, lets the scheduler choose, and replies from completions.
+ */
+#ifndef FUSESCHED_DATAPATH_H
+#define FUSESCHED_DATAPATH_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum datapath_op {
+	DATAPATH_READ,
+	DATAPATH_WRITE,
+	DATAPATH_FSYNC,
+	DATAPATH_FDATASYNC,
+	DATAPATH_FALLOCATE,
+	DATAPATH_COPY_RANGE,
+};
+
+/* An open file of the backing directory (fuse_file_info.fh points at one). */
+struct datapath_file {
+	int fd;
+	bool direct;               /* O_DIRECT backing: buffers must be aligned */
+	pid_t opener_pid;          /* who opened it: pid-0 requests are charged here */
+	uid_t opener_uid;
+};
+
+struct datapath_req {
+	fuse_req_t req;
+	enum datapath_op op;
+	struct datapath_file *file;
+	uint64_t offset_bytes;
+	uint64_t size_bytes;
+	/* WRITE: the payload, valid only during submit (a deferring path copies it). */
+	const void *write_data;
+	int fallocate_mode;
+	/* COPY_RANGE: destination and flags. */
+	struct datapath_file *file_out;
+	uint64_t offset_out_bytes;
+	unsigned int copy_flags;
+	/* Caller, for attribution; pid 0 means writeback, mmap or not visible. */
+	pid_t pid;
+	uid_t uid;
+};
+
+struct datapath {
+	/* Takes the request; replies to r->req exactly once, now or later. */
+	void (*submit)(struct datapath *self, const struct datapath_req *r);
+	void (*destroy)(struct datapath *self);
+};
+
+/* Serves each request in the calling thread with plain syscalls. */
+struct datapath *datapath_sync_new(void);
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * The passthrough filesystem: FUSE low-level operations over a backing
+ * directory. Metadata is served in the worker thread; data operations go
+ * through a struct datapath (see datapath.h).
+ */
+#ifndef FUSESCHED_FS_H
+#define FUSESCHED_FS_H
+
+#include "fusesched/datapath.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct fs_options {
+	const char *backing_path;
+	bool allow_devices;          /* -o dev: mknod may create device nodes */
+	double entry_timeout_s;      /* kernel dentry cache lifetime */
+	double attr_timeout_s;       /* kernel attribute cache lifetime */
+	unsigned int max_write_bytes;
+	unsigned int max_background; /* kernel's async request limit (default 12) */
+};
+
+void fs_options_default(struct fs_options *o);
+
+struct fs;
+
+/*
+ * Opens the backing directory. The datapath is borrowed and must outlive the
+ * fs. On failure returns -errno and writes a message naming the problem.
+ */
+int fs_new(const struct fs_options *o, struct datapath *dp, struct fs **out,
+	   char *err, size_t err_bytes);
+void fs_free(struct fs *fs);
+
+/* The operations table; the session's userdata must be the struct fs. */
+const struct fuse_lowlevel_ops *fs_lowlevel_ops(void);
+
+/* Live inodes (root included), for tests and stats. */
+uint64_t fs_inode_count(struct fs *fs);
+
+#endif

@@ -1,0 +1,279 @@
+/* The mount daemon: preflight checks, FUSE session, serving loop, shutdown. */
+#include "fusesched/daemon.h"
+#include "fusesched/datapath.h"
+#include "fusesched/fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int append_fuse_opt(struct daemon_options *o, const char *opt, char *err,
+			   unsigned long err_bytes)
+{
+	size_t used = strlen(o->fuse_opts);
+	size_t need = used + (used ? 1 : 0) + strlen(opt) + 1;
+	if (need > sizeof(o->fuse_opts)) {
+		snprintf(err, err_bytes, "mount options too long (over %zu bytes)",
+			 sizeof(o->fuse_opts));
+		return -1;
+	}
+	if (used)
+		strcat(o->fuse_opts, ",");
+	strcat(o->fuse_opts, opt);
+	return 0;
+}
+
+int daemon_parse_mount_opts(struct daemon_options *o, const char *opts, char *err,
+			    unsigned long err_bytes)
+{
+	char *copy = strdup(opts);
+	if (!copy) {
+		snprintf(err, err_bytes, "out of memory");
+		return -1;
+	}
+	int r = 0;
+	char *save = NULL;
+	for (char *opt = strtok_r(copy, ",", &save); opt && r == 0;
+	     opt = strtok_r(NULL, ",", &save)) {
+		if (strncmp(opt, "config=", 7) == 0) {
+			if (!opt[7] || strlen(opt + 7) >= sizeof(o->config_path)) {
+				snprintf(err, err_bytes, "mount option 'config=' needs a file name");
+				r = -1;
+			} else {
+				strcpy(o->config_path, opt + 7);
+			}
+		} else if (strcmp(opt, "dev") == 0) {
+			o->allow_devices = true;
+		} else if (strcmp(opt, "nodev") == 0) {
+			o->allow_devices = false;
+		} else if (strcmp(opt, "suid") == 0) {
+			o->allow_suid = true;
+		} else if (strcmp(opt, "nosuid") == 0) {
+			o->allow_suid = false;
+		} else if (strcmp(opt, "foreground") == 0) {
+			o->foreground = true;
+		} else if (opt[0]) {
+			r = append_fuse_opt(o, opt, err, err_bytes);
+		}
+	}
+	free(copy);
+	return r;
+}
+
+/* Is path (already resolved) the mount point of an existing mount? */
+static bool is_mount_point(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	char *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+	while (!found && getline(&line, &cap, f) > 0) {
+		char mnt[PATH_MAX];
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		/* Undo the octal escapes (\040 for space) mountinfo uses. */
+		char decoded[PATH_MAX];
+		size_t j = 0;
+		for (size_t i = 0; mnt[i] && j + 1 < sizeof(decoded); i++) {
+			if (mnt[i] == '\\' && mnt[i + 1] >= '0' && mnt[i + 1] <= '7' &&
+			    mnt[i + 2] && mnt[i + 3]) {
+				decoded[j++] = (char)strtol((char[]){mnt[i + 1], mnt[i + 2], mnt[i + 3], 0},
+							    NULL, 8);
+				i += 3;
+			} else {
+				decoded[j++] = mnt[i];
+			}
+		}
+		decoded[j] = '\0';
+		found = strcmp(decoded, path) == 0;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+static bool user_allow_other_configured(void)
+{
+	FILE *f = fopen("/etc/fuse.conf", "re");
+	if (!f)
+		return false;
+	char line[256];
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strncmp(line, "user_allow_other", 16) == 0;
+	fclose(f);
+	return found;
+}
+
+/* Names the first problem that would make the mount fail, in words a user can act on. */
+static int preflight(const struct daemon_options *o)
+{
+	struct stat st;
+	if (stat(o->backing_path, &st) < 0) {
+		fprintf(stderr, "fusesched: backing directory '%s': %s\n", o->backing_path,
+			strerror(errno));
+		return 2;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "fusesched: backing directory '%s' is not a directory\n",
+			o->backing_path);
+		return 2;
+	}
+	if (stat(o->mountpoint, &st) < 0) {
+		if (errno == ENOTCONN)
+			fprintf(stderr,
+				"fusesched: mountpoint '%s' is a disconnected FUSE mount; "
+				"run 'fusermount3 -u %s' first\n", o->mountpoint, o->mountpoint);
+		else
+			fprintf(stderr, "fusesched: mountpoint '%s': %s\n", o->mountpoint,
+				strerror(errno));
+		return 2;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "fusesched: mountpoint '%s' is not a directory\n", o->mountpoint);
+		return 2;
+	}
+	char real[PATH_MAX];
+	if (realpath(o->mountpoint, real) && is_mount_point(real)) {
+		fprintf(stderr,
+			"fusesched: mountpoint '%s' is busy: something is already mounted there "
+			"(unmount it first)\n", o->mountpoint);
+		return 2;
+	}
+	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr,
+			"fusesched: cannot open /dev/fuse: %s (is the fuse module loaded? "
+			"in a container, pass the device in)\n", strerror(errno));
+		return 2;
+	}
+	close(fd);
+	if (geteuid() != 0 && !user_allow_other_configured()) {
+		fprintf(stderr,
+			"fusesched: mounting with allow_other (needed so every tenant can use the "
+			"volume) requires root, or 'user_allow_other' in /etc/fuse.conf\n");
+		return 2;
+	}
+	return 0;
+}
+
+/*
+ * Each looked-up inode pins a descriptor: take every descriptor the hard
+ * limit allows. Past it callers get EMFILE, not a crash.
+ */
+static void raise_nofile_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/*
+ * Writes are issued by root; without CAP_SYS_RESOURCE they still count
+ * against disk quotas and reserved blocks like the tenant's own would.
+ * Done before any thread starts, so every thread inherits it.
+ */
+static void drop_resource_capability(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2];
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return;
+	int bit = CAP_SYS_RESOURCE;
+	data[bit / 32].effective &= ~(1u << (bit % 32));
+	data[bit / 32].permitted &= ~(1u << (bit % 32));
+	syscall(SYS_capset, &hdr, data);
+}
+
+int daemon_run(const struct daemon_options *o)
+{
+	int status = preflight(o);
+	if (status)
+		return status;
+	raise_nofile_limit();
+	drop_resource_capability();
+	/* The kernel already applied the caller's umask to every mode it sends. */
+	umask(0);
+
+	struct fs_options fo;
+	fs_options_default(&fo);
+	fo.backing_path = o->backing_path;
+	fo.allow_devices = o->allow_devices;
+
+	struct datapath *dp = datapath_sync_new();
+	struct fs *fs = NULL;
+	char err[512];
+	if (!dp) {
+		fprintf(stderr, "fusesched: out of memory\n");
+		return 1;
+	}
+	if (fs_new(&fo, dp, &fs, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fusesched: %s\n", err);
+		dp->destroy(dp);
+		return 2;
+	}
+
+	char real_backing[PATH_MAX];
+	if (!realpath(o->backing_path, real_backing))
+		snprintf(real_backing, sizeof(real_backing), "%s", o->backing_path);
+	/* Commas would split the option string; fsname is cosmetic, so replace them. */
+	for (char *c = real_backing; *c; c++)
+		if (*c == ',')
+			*c = '_';
+	char opts[DAEMON_MAX_FUSE_OPTS + PATH_MAX + 128];
+	snprintf(opts, sizeof(opts), "allow_other,default_permissions%s%s,fsname=%s,subtype=fusesched%s%s",
+		 o->allow_suid ? "" : ",nosuid", o->allow_devices ? "" : ",nodev", real_backing,
+		 o->fuse_opts[0] ? "," : "", o->fuse_opts);
+	char *argv[] = {"fusesched", "-o", opts, o->debug ? "-d" : NULL, NULL};
+	struct fuse_args args = FUSE_ARGS_INIT(o->debug ? 4 : 3, argv);
+
+	status = 1;
+	struct fuse_session *se = fuse_session_new(&args, fs_lowlevel_ops(),
+						   sizeof(struct fuse_lowlevel_ops), fs);
+	if (!se) {
+		fprintf(stderr, "fusesched: invalid mount options '%s'\n", opts);
+		status = 2;
+		goto out_fs;
+	}
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, o->mountpoint) != 0) {
+		fprintf(stderr, "fusesched: mounting on '%s' failed (see the message above)\n",
+			o->mountpoint);
+		goto out_signals;
+	}
+	if (fuse_daemonize(o->foreground) != 0)
+		goto out_unmount;
+
+	struct fuse_loop_config *loop = fuse_loop_cfg_create();
+	if (!loop)
+		goto out_unmount;
+	fuse_loop_cfg_set_clone_fd(loop, 0);
+	fuse_loop_cfg_set_max_threads(loop, 64);
+	/* Returns after SIGTERM/SIGINT/unmount once every worker finished its request. */
+	status = fuse_session_loop_mt(se, loop) == 0 ? 0 : 1;
+	fuse_loop_cfg_destroy(loop);
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out_fs:
+	fuse_opt_free_args(&args);
+	fs_free(fs);
+	dp->destroy(dp);
+	return status;
+}

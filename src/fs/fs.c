@@ -1,0 +1,190 @@
+/* The fs object, its operations table, and the helpers the operations share. */
+#include "fs_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void fs_options_default(struct fs_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->entry_timeout_s = 1.0;
+	o->attr_timeout_s = 1.0;
+	o->max_write_bytes = 1u << 20;
+	o->max_background = 64;
+}
+
+int fs_new(const struct fs_options *o, struct datapath *dp, struct fs **out,
+	   char *err, size_t err_bytes)
+{
+	int root_fd = open(o->backing_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root_fd < 0) {
+		int e = errno;
+		struct stat st;
+		if (e == ENOTDIR || (stat(o->backing_path, &st) == 0 && !S_ISDIR(st.st_mode)))
+			snprintf(err, err_bytes, "backing directory '%s' is not a directory",
+				 o->backing_path);
+		else
+			snprintf(err, err_bytes, "cannot open backing directory '%s': %s",
+				 o->backing_path, strerror(e));
+		return -e;
+	}
+	struct fs *fs = calloc(1, sizeof(*fs));
+	if (!fs) {
+		close(root_fd);
+		snprintf(err, err_bytes, "out of memory");
+		return -ENOMEM;
+	}
+	fs->opts = *o;
+	fs->datapath = dp;
+	int r = inode_table_new(root_fd, &fs->inodes);
+	if (r) {
+		close(root_fd);
+		free(fs);
+		snprintf(err, err_bytes, "cannot set up inode table for '%s': %s",
+			 o->backing_path, strerror(-r));
+		return r;
+	}
+	*out = fs;
+	return 0;
+}
+
+void fs_free(struct fs *fs)
+{
+	if (!fs)
+		return;
+	inode_table_free(fs->inodes);
+	free(fs);
+}
+
+uint64_t fs_inode_count(struct fs *fs)
+{
+	return inode_table_count(fs->inodes);
+}
+
+void fs_proc_path(int fd, char out[FS_PROC_PATH_BYTES])
+{
+	snprintf(out, FS_PROC_PATH_BYTES, "/proc/self/fd/%d", fd);
+}
+
+void fs_req_creds(fuse_req_t req, struct creds *c)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	c->uid = ctx->uid;
+	c->gid = ctx->gid;
+	int n = fuse_req_getgroups(req, CREDS_MAX_GROUPS, c->groups);
+	c->group_count = n < 0 ? -1 : (n > CREDS_MAX_GROUPS ? CREDS_MAX_GROUPS : n);
+}
+
+int fs_check_name(const char *name)
+{
+	if (name[0] == '\0' || strchr(name, '/'))
+		return -EINVAL;
+	return 0;
+}
+
+int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,
+		    struct fuse_entry_param *e)
+{
+	int pfd = inode_table_fd(fs->inodes, parent);
+	if (pfd < 0)
+		return pfd;
+	int r = fs_check_name(name);
+	if (r)
+		return r;
+	/* ".." of the root is the root: nothing above the backing directory exists. */
+	if (parent == FUSE_ROOT_ID && strcmp(name, "..") == 0)
+		name = ".";
+	int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	memset(e, 0, sizeof(*e));
+	if (fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	uint64_t id = 0, generation = 0;
+	r = inode_table_insert(fs->inodes, fd, &e->attr, &id, &generation);
+	if (r) {
+		close(fd);
+		return r;
+	}
+	e->ino = id;
+	e->generation = generation;
+	e->attr_timeout = fs->opts.attr_timeout_s;
+	e->entry_timeout = fs->opts.entry_timeout_s;
+	return 0;
+}
+
+void fs_reply_entry(struct fs *fs, fuse_req_t req, const struct fuse_entry_param *e)
+{
+	/* An interrupted request never reaches the kernel: it holds no reference. */
+	if (fuse_reply_entry(req, e) < 0)
+		inode_table_forget(fs->inodes, e->ino, 1);
+}
+
+void fs_op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct fs *fs = userdata;
+	/* Kernel-local flock and POSIX locks: we never ask for lock requests. */
+	conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+	/* Writeback caching would hide the caller from the scheduler. */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* No export support: file handles would bypass name resolution. */
+	conn->want &= ~FUSE_CAP_EXPORT_SUPPORT;
+	if (fs->opts.max_write_bytes)
+		conn->max_write = fs->opts.max_write_bytes;
+	conn->max_readahead = conn->max_write;
+	if (fs->opts.max_background) {
+		conn->max_background = fs->opts.max_background;
+		conn->congestion_threshold = fs->opts.max_background * 3 / 4;
+	}
+}
+
+static const struct fuse_lowlevel_ops fs_ops = {
+	.init = fs_op_init,
+	.lookup = fs_op_lookup,
+	.forget = fs_op_forget,
+	.forget_multi = fs_op_forget_multi,
+	.getattr = fs_op_getattr,
+	.setattr = fs_op_setattr,
+	.readlink = fs_op_readlink,
+	.mknod = fs_op_mknod,
+	.mkdir = fs_op_mkdir,
+	.symlink = fs_op_symlink,
+	.link = fs_op_link,
+	.unlink = fs_op_unlink,
+	.rmdir = fs_op_rmdir,
+	.rename = fs_op_rename,
+	.statfs = fs_op_statfs,
+	.access = fs_op_access,
+	.open = fs_op_open,
+	.create = fs_op_create,
+	.release = fs_op_release,
+	.flush = fs_op_flush,
+	.read = fs_op_read,
+	.write = fs_op_write,
+	.fsync = fs_op_fsync,
+	.fallocate = fs_op_fallocate,
+	.lseek = fs_op_lseek,
+	.copy_file_range = fs_op_copy_file_range,
+	.opendir = fs_op_opendir,
+	.readdir = fs_op_readdir,
+	.readdirplus = fs_op_readdirplus,
+	.releasedir = fs_op_releasedir,
+	.fsyncdir = fs_op_fsyncdir,
+	.setxattr = fs_op_setxattr,
+	.getxattr = fs_op_getxattr,
+	.listxattr = fs_op_listxattr,
+	.removexattr = fs_op_removexattr,
+};
+
+const struct fuse_lowlevel_ops *fs_lowlevel_ops(void)
+{
+	return &fs_ops;
+}

@@ -1,0 +1,105 @@
+/* Private to src/fs: the state and helpers the operation files share. */
+#ifndef FUSESCHED_FS_INTERNAL_H
+#define FUSESCHED_FS_INTERNAL_H
+
+#include "fusesched/creds.h"
+#include "fusesched/datapath.h"
+#include "fusesched/fs.h"
+#include "fusesched/inode.h"
+
+#include <stdatomic.h>
+
+struct fs {
+	struct fs_options opts;
+	struct inode_table *inodes;
+	struct datapath *datapath;
+};
+
+/* An open regular file: fuse_file_info.fh points at one. */
+struct fs_file {
+	struct datapath_file data;
+	/*
+	 * The file had setuid/setgid bits at open: a write by a non-owner must
+	 * clear them, as a local filesystem does (the daemon writes as root,
+	 * which would keep them).
+	 */
+	atomic_bool check_privs;
+};
+
+static inline struct fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static inline struct fs_file *fs_file_of(const struct fuse_file_info *fi)
+{
+	return (struct fs_file *)(uintptr_t)fi->fh;
+}
+
+/* "/proc/self/fd/N": reopens or acts on an O_PATH descriptor's file. */
+#define FS_PROC_PATH_BYTES 32
+void fs_proc_path(int fd, char out[FS_PROC_PATH_BYTES]);
+
+/* The caller of req, for creating objects as them. */
+void fs_req_creds(fuse_req_t req, struct creds *c);
+
+/* Looks name up below parent and takes one kernel lookup reference. */
+int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,
+		    struct fuse_entry_param *e);
+
+/* Replies with e, undoing the lookup reference if the kernel did not take it. */
+void fs_reply_entry(struct fs *fs, fuse_req_t req, const struct fuse_entry_param *e);
+
+/* Rejects names the kernel never sends but a hostile peer could: '/' inside. */
+int fs_check_name(const char *name);
+
+/* The operations, one file per family. */
+void fs_op_init(void *userdata, struct fuse_conn_info *conn);
+void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void fs_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		   struct fuse_file_info *fi);
+void fs_op_readlink(fuse_req_t req, fuse_ino_t ino);
+void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		  const char *newname, unsigned int flags);
+void fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
+void fs_op_access(fuse_req_t req, fuse_ino_t ino, int mask);
+
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		  struct fuse_file_info *fi);
+void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		 struct fuse_file_info *fi);
+void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+		     struct fuse_file_info *fi);
+void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
+void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			   struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			   struct fuse_file_info *fi_out, size_t len, int flags);
+
+void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
+void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi);
+void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+
+void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		    size_t size, int flags);
+void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+#endif

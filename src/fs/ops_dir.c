@@ -1,0 +1,165 @@
+/* Directory handles: opendir, readdir, readdirplus, fsyncdir, releasedir. */
+#include "fs_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct fs_dir {
+	DIR *stream;
+	off_t offset;          /* position the stream is at */
+	struct dirent *pending; /* read but not yet returned (did not fit) */
+};
+
+static struct fs_dir *dir_of(const struct fuse_file_info *fi)
+{
+	return (struct fs_dir *)(uintptr_t)fi->fh;
+}
+
+void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int node_fd = inode_table_fd(fs_of(req)->inodes, ino);
+	if (node_fd < 0) {
+		fuse_reply_err(req, -node_fd);
+		return;
+	}
+	int fd = openat(node_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	struct fs_dir *d = calloc(1, sizeof(*d));
+	if (!d || !(d->stream = fdopendir(fd))) {
+		int e = d ? errno : ENOMEM;
+		free(d);
+		close(fd);
+		fuse_reply_err(req, e);
+		return;
+	}
+	fi->fh = (uintptr_t)d;
+	if (fuse_reply_open(req, fi) < 0) {
+		closedir(d->stream);
+		free(d);
+	}
+}
+
+static bool is_dot_or_dotdot(const char *name)
+{
+	return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+/*
+ * Fills one reply buffer. In plus mode every entry but "." and ".." is looked
+ * up and carries a kernel reference; the references of entries that did not
+ * fit, or of a reply the kernel never took, are dropped again.
+ */
+static void read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
+{
+	struct fs *fs = fs_of(req);
+	struct fs_dir *d = dir_of(fi);
+	char *buf = malloc(size ? size : 1);
+	size_t max_refs = size / 32 + 1; /* a direntplus record is larger than 32 bytes */
+	uint64_t *refs = plus ? malloc(max_refs * sizeof(*refs)) : NULL;
+	if (!buf || (plus && !refs)) {
+		free(buf);
+		free(refs);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (off != d->offset) {
+		seekdir(d->stream, off);
+		d->pending = NULL;
+		d->offset = off;
+	}
+	size_t used = 0, ref_count = 0;
+	int err = 0;
+	for (;;) {
+		if (!d->pending) {
+			errno = 0;
+			d->pending = readdir(d->stream);
+			if (!d->pending) {
+				err = errno;
+				break;
+			}
+		}
+		const char *name = d->pending->d_name;
+		off_t next = d->pending->d_off;
+		size_t entry_bytes;
+		if (plus) {
+			struct fuse_entry_param e = {0};
+			bool looked_up = false;
+			if (is_dot_or_dotdot(name)) {
+				e.attr.st_ino = d->pending->d_ino;
+				e.attr.st_mode = (mode_t)d->pending->d_type << 12;
+			} else {
+				int r = fs_lookup_entry(fs, ino, name, &e);
+				if (r == -ENOENT) { /* removed since it was listed */
+					d->pending = NULL;
+					d->offset = next;
+					continue;
+				}
+				if (r) { /* e.g. EMFILE: return what fits, or the error */
+					err = -r;
+					break;
+				}
+				looked_up = true;
+			}
+			entry_bytes = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, next);
+			if (entry_bytes > size - used) {
+				if (looked_up)
+					inode_table_forget(fs->inodes, e.ino, 1);
+				break;
+			}
+			if (looked_up)
+				refs[ref_count++] = e.ino;
+		} else {
+			struct stat st = {
+				.st_ino = d->pending->d_ino,
+				.st_mode = (mode_t)d->pending->d_type << 12,
+			};
+			entry_bytes = fuse_add_direntry(req, buf + used, size - used, name, &st, next);
+			if (entry_bytes > size - used)
+				break;
+		}
+		used += entry_bytes;
+		d->pending = NULL;
+		d->offset = next;
+	}
+	int r = (err && used == 0) ? fuse_reply_err(req, err) : fuse_reply_buf(req, buf, used);
+	if (r < 0)
+		for (size_t i = 0; i < ref_count; i++)
+			inode_table_forget(fs->inodes, refs[i], 1);
+	free(refs);
+	free(buf);
+}
+
+void fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	read_dir(req, ino, size, off, fi, false);
+}
+
+void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	read_dir(req, ino, size, off, fi, true);
+}
+
+void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct fs_dir *d = dir_of(fi);
+	closedir(d->stream);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	int fd = dirfd(dir_of(fi)->stream);
+	int r = datasync ? fdatasync(fd) : fsync(fd);
+	fuse_reply_err(req, r < 0 ? errno : 0);
+}

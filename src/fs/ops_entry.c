@@ -1,0 +1,289 @@
+/* Name and attribute operations: lookup, getattr/setattr, create-by-name, remove, rename. */
+#include "fs_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	int r = fs_lookup_entry(fs, parent, name, &e);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fs_reply_entry(fs, req, &e);
+}
+
+void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	inode_table_forget(fs_of(req)->inodes, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+void fs_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct fs *fs = fs_of(req);
+	for (size_t i = 0; i < count; i++)
+		inode_table_forget(fs->inodes, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static int node_stat(struct fs *fs, fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st)
+{
+	int r;
+	if (fi)
+		r = fstat(fs_file_of(fi)->data.fd, st);
+	else {
+		int fd = inode_table_fd(fs->inodes, ino);
+		if (fd < 0)
+			return fd;
+		r = fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+	}
+	return r < 0 ? -errno : 0;
+}
+
+void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	struct stat st;
+	int r = node_stat(fs, ino, fi, &st);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, fs->opts.attr_timeout_s);
+}
+
+static int set_times(int fd, bool is_symlink, struct fuse_file_info *fi,
+		     const struct stat *attr, int to_set)
+{
+	struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+		ts[0].tv_nsec = UTIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_ATIME)
+		ts[0] = attr->st_atim;
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+		ts[1].tv_nsec = UTIME_NOW;
+	else if (to_set & FUSE_SET_ATTR_MTIME)
+		ts[1] = attr->st_mtim;
+	if (fi)
+		return futimens(fs_file_of(fi)->data.fd, ts);
+	if (is_symlink)
+		return utimensat(fd, "", ts, AT_EMPTY_PATH);
+	char path[FS_PROC_PATH_BYTES];
+	fs_proc_path(fd, path);
+	return utimensat(AT_FDCWD, path, ts, 0);
+}
+
+/*
+ * The kernel (default_permissions) has already checked that the caller may
+ * make each change, so it is applied as root.
+ */
+void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		   struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	int fd = inode_table_fd(fs->inodes, ino);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	bool is_symlink = S_ISLNK(inode_table_type(fs->inodes, ino));
+	char path[FS_PROC_PATH_BYTES];
+	fs_proc_path(fd, path);
+	int r = 0;
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		if (is_symlink)
+			r = (errno = EOPNOTSUPP, -1);
+		else
+			r = fi ? fchmod(fs_file_of(fi)->data.fd, attr->st_mode)
+			       : chmod(path, attr->st_mode);
+	}
+	if (r == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
+		uid_t uid = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+		gid_t gid = (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+		r = fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+	}
+	if (r == 0 && (to_set & FUSE_SET_ATTR_SIZE))
+		r = fi ? ftruncate(fs_file_of(fi)->data.fd, attr->st_size)
+		       : truncate(path, attr->st_size);
+	if (r == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+				 FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)))
+		r = set_times(fd, is_symlink, fi, attr, to_set);
+	if (r < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	fs_op_getattr(req, ino, fi);
+}
+
+void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	int fd = inode_table_fd(fs_of(req)->inodes, ino);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	char buf[PATH_MAX + 1];
+	ssize_t n = readlinkat(fd, "", buf, sizeof(buf));
+	if (n < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	if ((size_t)n >= sizeof(buf)) {
+		fuse_reply_err(req, ENAMETOOLONG);
+		return;
+	}
+	buf[n] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
+
+/* Creates name below parent as the caller, then looks it up and replies. */
+static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
+		       enum make_kind kind, mode_t mode, dev_t rdev, const char *link)
+{
+	struct fs *fs = fs_of(req);
+	int pfd = inode_table_fd(fs->inodes, parent);
+	int r = pfd < 0 ? pfd : fs_check_name(name);
+	if (r) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	struct creds c;
+	fs_req_creds(req, &c);
+	r = creds_enter(&c);
+	if (r) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	switch (kind) {
+	case MAKE_NODE:
+		r = mknodat(pfd, name, mode, rdev);
+		break;
+	case MAKE_DIR:
+		r = mkdirat(pfd, name, mode);
+		break;
+	case MAKE_SYMLINK:
+		r = symlinkat(link, pfd, name);
+		break;
+	}
+	r = r < 0 ? -errno : 0;
+	creds_leave();
+	struct fuse_entry_param e;
+	if (r == 0)
+		r = fs_lookup_entry(fs, parent, name, &e);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fs_reply_entry(fs, req, &e);
+}
+
+void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	if ((S_ISCHR(mode) || S_ISBLK(mode)) && !fs_of(req)->opts.allow_devices) {
+		fuse_reply_err(req, EPERM); /* device nodes need -o dev */
+		return;
+	}
+	make_entry(req, parent, name, MAKE_NODE, mode, rdev, NULL);
+}
+
+void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	make_entry(req, parent, name, MAKE_DIR, mode | S_IFDIR, 0, NULL);
+}
+
+void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	make_entry(req, parent, name, MAKE_SYMLINK, 0, 0, link);
+}
+
+void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct fs *fs = fs_of(req);
+	int fd = inode_table_fd(fs->inodes, ino);
+	int pfd = inode_table_fd(fs->inodes, newparent);
+	int r = fd < 0 ? fd : pfd < 0 ? pfd : fs_check_name(newname);
+	if (r == 0 && linkat(fd, "", pfd, newname, AT_EMPTY_PATH) < 0)
+		r = -errno;
+	struct fuse_entry_param e;
+	if (r == 0)
+		r = fs_lookup_entry(fs, newparent, newname, &e);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fs_reply_entry(fs, req, &e);
+}
+
+static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, int flags)
+{
+	int pfd = inode_table_fd(fs_of(req)->inodes, parent);
+	int r = pfd < 0 ? pfd : fs_check_name(name);
+	if (r == 0 && unlinkat(pfd, name, flags) < 0)
+		r = -errno;
+	fuse_reply_err(req, -r);
+}
+
+void fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, 0);
+}
+
+void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, AT_REMOVEDIR);
+}
+
+void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		  const char *newname, unsigned int flags)
+{
+	struct fs *fs = fs_of(req);
+	int pfd = inode_table_fd(fs->inodes, parent);
+	int npfd = inode_table_fd(fs->inodes, newparent);
+	int r = pfd < 0 ? pfd : npfd < 0 ? npfd : fs_check_name(name);
+	if (r == 0)
+		r = fs_check_name(newname);
+	if (r == 0 && renameat2(pfd, name, npfd, newname, flags) < 0)
+		r = -errno;
+	fuse_reply_err(req, -r);
+}
+
+void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	int fd = inode_table_fd(fs_of(req)->inodes, ino);
+	struct statvfs sv;
+	if (fd < 0)
+		fuse_reply_err(req, -fd);
+	else if (fstatvfs(fd, &sv) < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_statfs(req, &sv);
+}
+
+/* Only reached without default_permissions; answers as the caller would be answered. */
+void fs_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	int fd = inode_table_fd(fs_of(req)->inodes, ino);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	char path[FS_PROC_PATH_BYTES];
+	fs_proc_path(fd, path);
+	struct creds c;
+	fs_req_creds(req, &c);
+	int r = creds_enter(&c);
+	if (r == 0) {
+		r = faccessat(AT_FDCWD, path, mask, AT_EACCESS) < 0 ? -errno : 0;
+		creds_leave();
+	}
+	fuse_reply_err(req, -r);
+}

@@ -1,0 +1,257 @@
+/* Open files: open/create/release/flush, and the data operations handed to the datapath. */
+#include "fs_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* O_CREAT and O_EXCL were handled by the kernel or by create; O_NOCTTY is meaningless here. */
+#define OPEN_FLAGS_DROPPED (O_CREAT | O_EXCL | O_NOCTTY)
+
+static bool mode_has_privs(mode_t mode)
+{
+	/* setgid without group-execute is mandatory locking, which writes keep. */
+	return (mode & S_ISUID) || ((mode & S_ISGID) && (mode & S_IXGRP));
+}
+
+static struct fs_file *file_new(int fd, int flags, bool direct, fuse_req_t req)
+{
+	struct fs_file *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	f->data.fd = fd;
+	f->data.direct = direct;
+	f->data.opener_pid = ctx->pid;
+	f->data.opener_uid = ctx->uid;
+	struct stat st;
+	if ((flags & O_ACCMODE) != O_RDONLY && fstat(fd, &st) == 0)
+		atomic_init(&f->check_privs, mode_has_privs(st.st_mode));
+	return f;
+}
+
+/*
+ * An O_DIRECT caller gets FUSE direct I/O and an O_DIRECT backing file. Some
+ * backing filesystems refuse O_DIRECT: then the backing file is buffered but
+ * the caller still bypasses the page cache of the mount.
+ */
+static int reopen_backing(int node_fd, int flags)
+{
+	char path[FS_PROC_PATH_BYTES];
+	fs_proc_path(node_fd, path);
+	int fd = open(path, flags | O_CLOEXEC);
+	if (fd < 0 && errno == EINVAL && (flags & O_DIRECT))
+		fd = open(path, (flags & ~O_DIRECT) | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static void reply_open(fuse_req_t req, struct fuse_file_info *fi, int fd, int flags)
+{
+	bool direct = flags & O_DIRECT;
+	struct fs_file *f = file_new(fd, flags, direct, req);
+	if (!f) {
+		close(fd);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uintptr_t)f;
+	fi->direct_io = direct;
+	if (fuse_reply_open(req, fi) < 0) {
+		close(fd);
+		free(f);
+	}
+}
+
+void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	int node_fd = inode_table_fd(fs_of(req)->inodes, ino);
+	if (node_fd < 0) {
+		fuse_reply_err(req, -node_fd);
+		return;
+	}
+	int flags = fi->flags & ~OPEN_FLAGS_DROPPED;
+	int fd = reopen_backing(node_fd, flags);
+	if (fd < 0) {
+		fuse_reply_err(req, -fd);
+		return;
+	}
+	reply_open(req, fi, fd, flags);
+}
+
+void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		  struct fuse_file_info *fi)
+{
+	struct fs *fs = fs_of(req);
+	int pfd = inode_table_fd(fs->inodes, parent);
+	int r = pfd < 0 ? pfd : fs_check_name(name);
+	if (r) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	int flags = (fi->flags & ~(O_NOCTTY)) | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+	struct creds c;
+	fs_req_creds(req, &c);
+	r = creds_enter(&c);
+	if (r) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	int fd = openat(pfd, name, flags, mode);
+	if (fd < 0 && errno == EINVAL && (flags & O_DIRECT))
+		fd = openat(pfd, name, flags & ~O_DIRECT, mode);
+	r = fd < 0 ? -errno : 0;
+	creds_leave();
+	struct fuse_entry_param e;
+	if (r == 0)
+		r = fs_lookup_entry(fs, parent, name, &e);
+	if (r) {
+		if (fd >= 0)
+			close(fd);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	struct fs_file *f = file_new(fd, flags, flags & O_DIRECT, req);
+	if (!f) {
+		close(fd);
+		inode_table_forget(fs->inodes, e.ino, 1);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uintptr_t)f;
+	fi->direct_io = (flags & O_DIRECT) != 0;
+	if (fuse_reply_create(req, &e, fi) < 0) {
+		inode_table_forget(fs->inodes, e.ino, 1);
+		close(fd);
+		free(f);
+	}
+}
+
+void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct fs_file *f = fs_file_of(fi);
+	close(f->data.fd);
+	free(f);
+	fuse_reply_err(req, 0);
+}
+
+/*
+ * close(2) of the caller: closing a duplicate makes network backing
+ * filesystems (NFS) flush and report write-back errors here, as they would
+ * to a local caller.
+ */
+void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	int dup_fd = dup(fs_file_of(fi)->data.fd);
+	int r = dup_fd < 0 ? errno : (close(dup_fd) < 0 ? errno : 0);
+	fuse_reply_err(req, r);
+}
+
+static void submit(fuse_req_t req, struct datapath_req *r)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	r->req = req;
+	r->pid = ctx->pid;
+	r->uid = ctx->uid;
+	struct datapath *dp = fs_of(req)->datapath;
+	dp->submit(dp, r);
+}
+
+void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct datapath_req r = {
+		.op = DATAPATH_READ,
+		.file = &fs_file_of(fi)->data,
+		.offset_bytes = (uint64_t)off,
+		.size_bytes = size,
+	};
+	submit(req, &r);
+}
+
+/* A write by anyone but the owner (or root) drops setuid/setgid, as on a local filesystem. */
+static void clear_privs_after_foreign_write(struct fs_file *f, uid_t writer)
+{
+	if (!atomic_load_explicit(&f->check_privs, memory_order_relaxed) || writer == 0)
+		return;
+	struct stat st;
+	if (fstat(f->data.fd, &st) < 0 || st.st_uid == writer)
+		return;
+	if (mode_has_privs(st.st_mode))
+		fchmod(f->data.fd, st.st_mode & ~(mode_t)(S_ISUID | S_ISGID) & 07777);
+	atomic_store(&f->check_privs, false);
+}
+
+void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		 struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct fs_file *f = fs_file_of(fi);
+	clear_privs_after_foreign_write(f, fuse_req_ctx(req)->uid);
+	struct datapath_req r = {
+		.op = DATAPATH_WRITE,
+		.file = &f->data,
+		.offset_bytes = (uint64_t)off,
+		.size_bytes = size,
+		.write_data = buf,
+	};
+	submit(req, &r);
+}
+
+void fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct datapath_req r = {
+		.op = datasync ? DATAPATH_FDATASYNC : DATAPATH_FSYNC,
+		.file = &fs_file_of(fi)->data,
+	};
+	submit(req, &r);
+}
+
+void fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+		     struct fuse_file_info *fi)
+{
+	(void)ino;
+	struct datapath_req r = {
+		.op = DATAPATH_FALLOCATE,
+		.file = &fs_file_of(fi)->data,
+		.offset_bytes = (uint64_t)offset,
+		.size_bytes = (uint64_t)length,
+		.fallocate_mode = mode,
+	};
+	submit(req, &r);
+}
+
+void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	(void)ino;
+	off_t r = lseek(fs_file_of(fi)->data.fd, off, whence);
+	if (r < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, r);
+}
+
+void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			   struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			   struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	(void)ino_in;
+	(void)ino_out;
+	struct fs_file *out = fs_file_of(fi_out);
+	clear_privs_after_foreign_write(out, fuse_req_ctx(req)->uid);
+	struct datapath_req r = {
+		.op = DATAPATH_COPY_RANGE,
+		.file = &fs_file_of(fi_in)->data,
+		.offset_bytes = (uint64_t)off_in,
+		.size_bytes = len,
+		.file_out = &out->data,
+		.offset_out_bytes = (uint64_t)off_out,
+		.copy_flags = (unsigned int)flags,
+	};
+	submit(req, &r);
+}

@@ -1,0 +1,108 @@
+/* Command line: mount | check-config | version | help. */
+#include "fusesched/daemon.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void print_usage(FILE *out)
+{
+	fprintf(out,
+		"usage:\n"
+		"  fusesched mount BACKING MOUNTPOINT [-c FILE] [-o OPTS] [-f] [-d]\n"
+		"  fusesched BACKING MOUNTPOINT [-o OPTS]     (mount.fuse / fstab form)\n"
+		"  fusesched version\n"
+		"  fusesched --help\n"
+		"\n"
+		"mount options:\n"
+		"  -c FILE, -o config=FILE  scheduler and tenant configuration (INI)\n"
+		"  -f, -o foreground        stay in the foreground (default: daemonize)\n"
+		"  -d                       trace every FUSE request (implies -f)\n"
+		"  -o dev                   allow creating device nodes (default nodev)\n"
+		"  -o suid                  honour setuid bits (default nosuid)\n"
+		"  -o OPT                   other options go to FUSE (e.g. ro)\n"
+		"\n"
+		"Always mounted allow_other,default_permissions: the kernel checks\n"
+		"permissions, and objects are created as the calling user.\n"
+		"Unmount with 'fusermount3 -u MOUNTPOINT' or 'umount MOUNTPOINT'.\n");
+}
+
+static int usage_error(const char *what)
+{
+	fprintf(stderr, "fusesched: %s\n", what);
+	fprintf(stderr, "Try 'fusesched --help'.\n");
+	return 2;
+}
+
+/* Parses "BACKING MOUNTPOINT" and options in any order. */
+static int cmd_mount(int argc, char **argv)
+{
+	struct daemon_options o;
+	memset(&o, 0, sizeof(o));
+	const char *positional[2];
+	int npos = 0;
+	char err[256];
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "-f") == 0) {
+			o.foreground = true;
+		} else if (strcmp(a, "-d") == 0) {
+			o.debug = true;
+			o.foreground = true;
+		} else if (strcmp(a, "-c") == 0 || strcmp(a, "-o") == 0) {
+			if (i + 1 >= argc) {
+				snprintf(err, sizeof(err), "option '%s' needs an argument", a);
+				return usage_error(err);
+			}
+			const char *v = argv[++i];
+			if (a[1] == 'c') {
+				if (strlen(v) >= sizeof(o.config_path))
+					return usage_error("config file name too long");
+				strcpy(o.config_path, v);
+			} else if (daemon_parse_mount_opts(&o, v, err, sizeof(err)) < 0) {
+				return usage_error(err);
+			}
+		} else if (strncmp(a, "-o", 2) == 0 && a[2]) {
+			if (daemon_parse_mount_opts(&o, a + 2, err, sizeof(err)) < 0)
+				return usage_error(err);
+		} else if (a[0] == '-' && a[1]) {
+			snprintf(err, sizeof(err), "unknown option '%s'", a);
+			return usage_error(err);
+		} else if (npos < 2) {
+			positional[npos++] = a;
+		} else {
+			snprintf(err, sizeof(err), "unexpected argument '%s'", a);
+			return usage_error(err);
+		}
+	}
+	if (npos < 2)
+		return usage_error("mount needs BACKING and MOUNTPOINT");
+	o.backing_path = positional[0];
+	o.mountpoint = positional[1];
+	return daemon_run(&o);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		print_usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+		print_usage(stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0) {
+		printf("fusesched %s\n", FUSESCHED_VERSION);
+		return 0;
+	}
+	if (strcmp(cmd, "mount") == 0)
+		return cmd_mount(argc - 2, argv + 2);
+	/* mount.fuse calls "fusesched BACKING MOUNTPOINT -o OPTS". */
+	if (cmd[0] == '/' || cmd[0] == '.' || strchr(cmd, '/'))
+		return cmd_mount(argc - 1, argv + 1);
+	char err[256];
+	snprintf(err, sizeof(err), "unknown command '%s'", cmd);
+	return usage_error(err);
+}
