@@ -233,8 +233,9 @@ int daemon_run(const struct daemon_options *o)
 		if (*c == ',')
 			*c = '_';
 	char opts[DAEMON_MAX_FUSE_OPTS + PATH_MAX + 128];
-	snprintf(opts, sizeof(opts), "allow_other,default_permissions%s%s,fsname=%s,subtype=fusesched%s%s",
-		 o->allow_suid ? "" : ",nosuid", o->allow_devices ? "" : ",nodev", real_backing,
+	/* libfuse mounts nosuid,nodev unless told "suid" or "dev". */
+	snprintf(opts, sizeof(opts), "allow_other,default_permissions,%s,%s,fsname=%s,subtype=fusesched%s%s",
+		 o->allow_suid ? "suid" : "nosuid", o->allow_devices ? "dev" : "nodev", real_backing,
 		 o->fuse_opts[0] ? "," : "", o->fuse_opts);
 	char *argv[] = {"fusesched", "-o", opts, o->debug ? "-d" : NULL, NULL};
 	struct fuse_args args = FUSE_ARGS_INIT(o->debug ? 4 : 3, argv);
@@ -263,7 +264,8 @@ int daemon_run(const struct daemon_options *o)
 	fuse_loop_cfg_set_clone_fd(loop, 0);
 	fuse_loop_cfg_set_max_threads(loop, 64);
 	/* Returns after SIGTERM/SIGINT/unmount once every worker finished its request. */
-	status = fuse_session_loop_mt(se, loop) == 0 ? 0 : 1;
+	/* A positive result is the signal that ended the loop: a clean stop. */
+	status = fuse_session_loop_mt(se, loop) < 0 ? 1 : 0;
 	fuse_loop_cfg_destroy(loop);
 out_unmount:
 	fuse_session_unmount(se);

@@ -1,0 +1,149 @@
+/* Test helper: a real fusesched mount over a fresh temporary backing directory. */
+#include "mount_helper.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FUSE_SUPER_MAGIC 0x65735546
+
+bool test_is_fuse_mount(const char *path)
+{
+	struct statfs sf;
+	return statfs(path, &sf) == 0 && sf.f_type == FUSE_SUPER_MAGIC;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "test_mount: %s: %s\n", what, strerror(errno));
+	exit(99);
+}
+
+void test_mount_start(struct test_mount *m, const char *const *extra_args)
+{
+	memset(m, 0, sizeof(*m));
+	/* Under the build tree, not /tmp: the backing must support user xattrs and O_DIRECT. */
+	snprintf(m->root, sizeof(m->root), "%s/mnt-XXXXXX", TEST_SCRATCH_DIR);
+	mkdir(TEST_SCRATCH_DIR, 0755);
+	if (!mkdtemp(m->root))
+		die("mkdtemp");
+	chmod(m->root, 0755);
+	snprintf(m->backing, sizeof(m->backing), "%s/backing", m->root);
+	snprintf(m->mnt, sizeof(m->mnt), "%s/mnt", m->root);
+	if (mkdir(m->backing, 0777) < 0 || mkdir(m->mnt, 0755) < 0)
+		die("mkdir");
+	chmod(m->backing, 01777); /* other users' tests create files in it */
+	const char *argv[32] = {FUSESCHED_BIN, "mount", m->backing, m->mnt, "-f"};
+	int argc = 5;
+	for (int i = 0; extra_args && extra_args[i] && argc < 31; i++)
+		argv[argc++] = extra_args[i];
+	argv[argc] = NULL;
+	m->daemon_pid = fork();
+	if (m->daemon_pid < 0)
+		die("fork");
+	if (m->daemon_pid == 0) {
+		execv(argv[0], (char **)argv);
+		_exit(127);
+	}
+	for (int i = 0; i < 1000; i++) {
+		if (test_is_fuse_mount(m->mnt))
+			return;
+		int status;
+		if (waitpid(m->daemon_pid, &status, WNOHANG) == m->daemon_pid) {
+			fprintf(stderr, "test_mount: daemon exited (status %d) before mounting\n", status);
+			exit(99);
+		}
+		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+	}
+	fprintf(stderr, "test_mount: %s did not appear within 10 s\n", m->mnt);
+	exit(99);
+}
+
+int test_mount_stop(struct test_mount *m)
+{
+	int status = -1;
+	if (m->daemon_pid > 0) {
+		test_sh("fusermount3 -u '%s' 2>/dev/null || umount -l '%s'", m->mnt, m->mnt);
+		for (int i = 0; i < 1000; i++) {
+			if (waitpid(m->daemon_pid, &status, WNOHANG) == m->daemon_pid)
+				break;
+			nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+			if (i == 999) {
+				kill(m->daemon_pid, SIGKILL);
+				waitpid(m->daemon_pid, &status, 0);
+			}
+		}
+		m->daemon_pid = 0;
+	}
+	test_sh("umount '%s/backing/sub' 2>/dev/null; rm -rf '%s'", m->root, m->root);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+const char *test_mnt_path(const struct test_mount *m, const char *rel)
+{
+	static __thread char buf[4][512];
+	static __thread int next;
+	char *p = buf[next++ % 4];
+	snprintf(p, sizeof(buf[0]), "%s/%s", m->mnt, rel);
+	return p;
+}
+
+const char *test_backing_path(const struct test_mount *m, const char *rel)
+{
+	static __thread char buf[4][512];
+	static __thread int next;
+	char *p = buf[next++ % 4];
+	snprintf(p, sizeof(buf[0]), "%s/%s", m->backing, rel);
+	return p;
+}
+
+int test_run_as(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return errno;
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+			_exit(200);
+		_exit(fn(arg) & 0xff);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+}
+
+int test_sh(const char *fmt, ...)
+{
+	char cmd[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	int status = system(cmd);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+}
+
+int test_count_fds(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return -1;
+	int n = 0;
+	for (struct dirent *e; (e = readdir(d));)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}

@@ -1,0 +1,40 @@
+/* Test helper: a real fusesched mount over a fresh temporary backing directory. */
+#ifndef FUSESCHED_TEST_MOUNT_HELPER_H
+#define FUSESCHED_TEST_MOUNT_HELPER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct test_mount {
+	char root[256];       /* temporary directory holding both */
+	char backing[300];
+	char mnt[300];
+	pid_t daemon_pid;
+};
+
+/*
+ * Creates ROOT/backing and ROOT/mnt and mounts with `fusesched mount -f`
+ * plus extra_args (NULL-terminated, may be NULL). Aborts the test run if the
+ * mount does not appear.
+ */
+void test_mount_start(struct test_mount *m, const char *const *extra_args);
+/* Unmounts, reaps the daemon, removes the directories; returns its exit status. */
+int test_mount_stop(struct test_mount *m);
+
+/* Paths below the mount and below the backing directory. */
+const char *test_mnt_path(const struct test_mount *m, const char *rel);
+const char *test_backing_path(const struct test_mount *m, const char *rel);
+
+/* Is path the root of a FUSE mount right now? */
+bool test_is_fuse_mount(const char *path);
+
+/* Runs fn(arg) in a child as uid/gid and returns fn's result (an errno or 0). */
+int test_run_as(uid_t uid, gid_t gid, int (*fn)(void *), void *arg);
+
+/* Runs a command line through sh; returns its exit status. */
+int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Open file descriptors of process pid. */
+int test_count_fds(pid_t pid);
+
+#endif

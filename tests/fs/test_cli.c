@@ -1,0 +1,156 @@
+/* The command line: errors that name the problem, daemon mode, fstab form, signals. */
+#include "mount_helper.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char scratch[512];
+
+static void scratch_up(void)
+{
+	snprintf(scratch, sizeof(scratch), "%s/cli-XXXXXX", TEST_SCRATCH_DIR);
+	mkdir(TEST_SCRATCH_DIR, 0755);
+	ck_assert_ptr_nonnull(mkdtemp(scratch));
+	test_sh("mkdir -p '%s/b' '%s/m' && touch '%s/file'", scratch, scratch, scratch);
+}
+
+static void scratch_down(void)
+{
+	test_sh("fusermount3 -u '%s/m' 2>/dev/null; rm -rf '%s'", scratch, scratch);
+}
+
+/* Runs fusesched with args; returns its exit status and leaves stderr in out. */
+static int run_cli(char *out, size_t out_bytes, const char *args)
+{
+	char errfile[600];
+	snprintf(errfile, sizeof(errfile), "%s/stderr", scratch);
+	int status = test_sh("cd '%s' && %s %s >'%s' 2>&1", scratch, FUSESCHED_BIN, args, errfile);
+	FILE *f = fopen(errfile, "r");
+	size_t n = f ? fread(out, 1, out_bytes - 1, f) : 0;
+	out[n] = '\0';
+	if (f)
+		fclose(f);
+	return status;
+}
+
+START_TEST(errors_name_the_problem)
+{
+	char out[4096];
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount nope m -f"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "backing directory 'nope'"));
+	ck_assert_ptr_nonnull(strstr(out, "No such file"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount file m -f"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "'file' is not a directory"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b nowhere -f"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "mountpoint 'nowhere'"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b file -f"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "mountpoint 'file' is not a directory"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m --bogus"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "unknown option '--bogus'"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "needs BACKING and MOUNTPOINT"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "frobnicate"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "unknown command 'frobnicate'"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "version"), 0);
+	ck_assert_ptr_nonnull(strstr(out, "fusesched "));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "--help"), 0);
+	ck_assert_ptr_nonnull(strstr(out, "fusesched mount BACKING MOUNTPOINT"));
+}
+END_TEST
+
+static char *path_in(const char *rel)
+{
+	static char buf[4][600];
+	static int next;
+	char *p = buf[next++ % 4];
+	snprintf(p, sizeof(buf[0]), "%s/%s", scratch, rel);
+	return p;
+}
+
+START_TEST(daemonizes_and_refuses_busy_mountpoint)
+{
+	char out[4096];
+	/* Without -f the command returns once mounted, leaving the daemon behind. */
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m"), 0);
+	ck_assert(test_is_fuse_mount(path_in("m")));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "is busy"));
+	ck_assert_int_eq(test_sh("fusermount3 -u '%s'", path_in("m")), 0);
+	ck_assert(!test_is_fuse_mount(path_in("m")));
+}
+END_TEST
+
+START_TEST(fstab_form_through_mount_fuse)
+{
+	/*
+	 * For an fstab line of type fuse.fusesched, mount(8) runs mount.fuse3,
+	 * which runs "fusesched BACKING MOUNTPOINT -o OPTS" from PATH. mount(8)
+	 * resets PATH, so the helper is called directly with the build directory.
+	 */
+	char bin[600];
+	snprintf(bin, sizeof(bin), "%s", FUSESCHED_BIN);
+	ck_assert_int_eq(test_sh("PATH='%s':$PATH mount.fuse3 '%s' '%s' -t fusesched -o rw,dev",
+				 dirname(bin), path_in("b"), path_in("m")), 0);
+	ck_assert(test_is_fuse_mount(path_in("m")));
+	/* -o dev was honoured: device nodes may be created. */
+	ck_assert_int_eq(mknod(path_in("m/null"), S_IFCHR | 0666, makedev(1, 3)), 0);
+	ck_assert_int_eq(test_sh("grep ' %s ' /proc/self/mountinfo | grep -v nodev | grep -q ' - fuse.fusesched '", path_in("m")), 0);
+	ck_assert_int_eq(test_sh("umount '%s'", path_in("m")), 0);
+	ck_assert(!test_is_fuse_mount(path_in("m")));
+}
+END_TEST
+
+START_TEST(sigterm_unmounts_cleanly)
+{
+	struct test_mount m;
+	test_mount_start(&m, NULL);
+	int fd = open(test_mnt_path(&m, "kept"), O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "acknowledged", 12), 12);
+	ck_assert_int_eq(close(fd), 0);
+	ck_assert_int_eq(kill(m.daemon_pid, SIGTERM), 0);
+	int status = 0;
+	ck_assert_int_eq(waitpid(m.daemon_pid, &status, 0), m.daemon_pid);
+	m.daemon_pid = 0;
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	ck_assert(!test_is_fuse_mount(m.mnt));
+	struct stat st;
+	ck_assert_int_eq(stat(test_backing_path(&m, "kept"), &st), 0);
+	ck_assert_int_eq(st.st_size, 12);
+	test_mount_stop(&m);
+}
+END_TEST
+
+static Suite *cli_suite(void)
+{
+	Suite *s = suite_create("cli");
+	TCase *tc = tcase_create("cli");
+	tcase_add_checked_fixture(tc, scratch_up, scratch_down);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, errors_name_the_problem);
+	tcase_add_test(tc, daemonizes_and_refuses_busy_mountpoint);
+	tcase_add_test(tc, fstab_form_through_mount_fuse);
+	tcase_add_test(tc, sigterm_unmounts_cleanly);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(cli_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

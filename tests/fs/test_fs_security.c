@@ -1,0 +1,191 @@
+/* Permissions and containment through a real mount: what a root daemon must not give away. */
+#include "mount_helper.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static struct test_mount M;
+#define USER_UID 1000
+#define USER_GID 1000
+#define OTHER_UID 2000
+
+static void mount_up(void)
+{
+	test_mount_start(&M, NULL);
+}
+
+static void mount_down(void)
+{
+	test_mount_stop(&M);
+}
+
+static int create_as_user(void *arg)
+{
+	const char *path = arg;
+	int fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0640);
+	if (fd < 0)
+		return errno;
+	if (write(fd, "mine", 4) != 4)
+		return EIO;
+	close(fd);
+	char dir[600];
+	snprintf(dir, sizeof(dir), "%s.d", path);
+	if (mkdir(dir, 0700) < 0)
+		return errno;
+	char link[600];
+	snprintf(link, sizeof(link), "%s.l", path);
+	if (symlink("x", link) < 0)
+		return errno;
+	return 0;
+}
+
+START_TEST(created_objects_belong_to_the_caller)
+{
+	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, create_as_user,
+				     (void *)test_mnt_path(&M, "owned")), 0);
+	const char *suffixes[] = {"", ".d", ".l"};
+	for (int i = 0; i < 3; i++) {
+		char rel[64];
+		snprintf(rel, sizeof(rel), "owned%s", suffixes[i]);
+		struct stat st;
+		ck_assert_int_eq(lstat(test_backing_path(&M, rel), &st), 0);
+		ck_assert_int_eq(st.st_uid, USER_UID);
+		ck_assert_int_eq(st.st_gid, USER_GID);
+	}
+	struct stat st;
+	ck_assert_int_eq(stat(test_backing_path(&M, "owned"), &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0640 & ~022 & 0777); /* the caller's umask applied once */
+}
+END_TEST
+
+static int read_file_errno(void *arg)
+{
+	int fd = open(arg, O_RDONLY);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+static int write_file_errno(void *arg)
+{
+	int fd = open(arg, O_WRONLY);
+	if (fd < 0)
+		return errno;
+	int r = write(fd, "intruder", 8) == 8 ? 0 : errno;
+	close(fd);
+	return r;
+}
+
+START_TEST(other_user_cannot_read_private_file)
+{
+	int fd = open(test_mnt_path(&M, "private"), O_CREAT | O_WRONLY, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(chown(test_mnt_path(&M, "private"), OTHER_UID, OTHER_UID), 0);
+	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, read_file_errno,
+				     (void *)test_mnt_path(&M, "private")), EACCES);
+	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, write_file_errno,
+				     (void *)test_mnt_path(&M, "private")), EACCES);
+	/* The owner can. */
+	ck_assert_int_eq(test_run_as(OTHER_UID, OTHER_UID, read_file_errno,
+				     (void *)test_mnt_path(&M, "private")), 0);
+}
+END_TEST
+
+static int create_in_dir_errno(void *arg)
+{
+	int fd = open(arg, O_CREAT | O_WRONLY, 0644);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+START_TEST(caller_cannot_create_in_foreign_directory)
+{
+	ck_assert_int_eq(mkdir(test_mnt_path(&M, "rootonly"), 0755), 0);
+	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, create_in_dir_errno,
+				     (void *)test_mnt_path(&M, "rootonly/x")), EACCES);
+	ck_assert_int_eq(access(test_backing_path(&M, "rootonly/x"), F_OK), -1);
+}
+END_TEST
+
+START_TEST(setuid_cleared_after_foreign_write)
+{
+	int fd = open(test_mnt_path(&M, "suid"), O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(chown(test_mnt_path(&M, "suid"), OTHER_UID, OTHER_UID), 0);
+	ck_assert_int_eq(chmod(test_mnt_path(&M, "suid"), 06777), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(test_backing_path(&M, "suid"), &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 06777);
+	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, write_file_errno,
+				     (void *)test_mnt_path(&M, "suid")), 0);
+	ck_assert_int_eq(stat(test_backing_path(&M, "suid"), &st), 0);
+	ck_assert_int_eq(st.st_mode & (S_ISUID | S_ISGID), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0777);
+}
+END_TEST
+
+START_TEST(dotdot_and_symlinks_stay_inside)
+{
+	/* A secret beside the backing directory, which nothing under the mount may reach. */
+	char secret[600];
+	snprintf(secret, sizeof(secret), "%s/secret", M.root);
+	FILE *f = fopen(secret, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("secret", f);
+	fclose(f);
+	struct stat root_st, dotdot_st, mnt_parent;
+	ck_assert_int_eq(stat(M.mnt, &root_st), 0);
+	/* ".." of the mount root is the mount's parent in the caller's tree, not the backing's. */
+	ck_assert_int_eq(stat(test_mnt_path(&M, ".."), &dotdot_st), 0);
+	ck_assert_int_eq(stat(M.root, &mnt_parent), 0);
+	ck_assert_int_eq(dotdot_st.st_ino, mnt_parent.st_ino);
+	/* A relative symlink climbing out resolves in the caller's view: no "secret" beside mnt/. */
+	ck_assert_int_eq(symlink("../../secret", test_backing_path(&M, "escape")), 0);
+	ck_assert_int_eq(mkdir(test_backing_path(&M, "deep"), 0755), 0);
+	ck_assert_int_eq(symlink("../../../secret", test_backing_path(&M, "deep/escape")), 0);
+	int fd = open(test_mnt_path(&M, "deep/escape"), O_RDONLY);
+	/* mnt/deep/../../../secret is ROOT/../secret, which does not exist. */
+	ck_assert_int_eq(fd, -1);
+	ck_assert_int_eq(errno, ENOENT);
+	/* Names with ".." components walk the caller's tree, never above the backing root. */
+	ck_assert_int_eq(access(test_mnt_path(&M, "deep/../../secret"), F_OK), 0); /* ROOT/secret via mnt/.. */
+	ck_assert_int_eq(access(test_mnt_path(&M, "deep/../secret"), F_OK), -1);
+	/* Hard links can only name what is already inside. */
+	ck_assert_int_eq(link(secret, test_mnt_path(&M, "stolen")), -1);
+	ck_assert_int_eq(errno, EXDEV);
+}
+END_TEST
+
+static Suite *security_suite(void)
+{
+	Suite *s = suite_create("fs_security");
+	TCase *tc = tcase_create("mount");
+	tcase_add_unchecked_fixture(tc, mount_up, mount_down);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, created_objects_belong_to_the_caller);
+	tcase_add_test(tc, other_user_cannot_read_private_file);
+	tcase_add_test(tc, caller_cannot_create_in_foreign_directory);
+	tcase_add_test(tc, setuid_cleared_after_foreign_write);
+	tcase_add_test(tc, dotdot_and_symlinks_stay_inside);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(security_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
