@@ -89,6 +89,14 @@ int test_mount_stop(struct test_mount *m)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+void test_mount_require_clean_exit(int status)
+{
+	if (status != 0) {
+		fprintf(stderr, "test_mount: daemon exited with status %d\n", status);
+		exit(1);
+	}
+}
+
 const char *test_mnt_path(const struct test_mount *m, const char *rel)
 {
 	static __thread char buf[4][512];

@@ -21,6 +21,9 @@ void test_mount_start(struct test_mount *m, const char *const *extra_args);
 /* Unmounts, reaps the daemon, removes the directories; returns its exit status. */
 int test_mount_stop(struct test_mount *m);
 
+/* Fails the run when the daemon did not exit 0 (sanitizer reports end up here). */
+void test_mount_require_clean_exit(int status);
+
 /* Paths below the mount and below the backing directory. */
 const char *test_mnt_path(const struct test_mount *m, const char *rel);
 const char *test_backing_path(const struct test_mount *m, const char *rel);

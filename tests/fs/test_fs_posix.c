@@ -28,7 +28,7 @@ static void mount_up(void)
 
 static void mount_down(void)
 {
-	test_mount_stop(&M);
+	test_mount_require_clean_exit(test_mount_stop(&M));
 }
 
 static void write_file(const char *path, const char *data)

@@ -21,7 +21,7 @@ static void mount_up(void)
 
 static void mount_down(void)
 {
-	test_mount_stop(&M);
+	test_mount_require_clean_exit(test_mount_stop(&M));
 }
 
 static int create_as_user(void *arg)
