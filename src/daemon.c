@@ -1,4 +1,5 @@
 /* The mount daemon: preflight checks, FUSE session, serving loop, shutdown. */
+#include "fusesched/config.h"
 #include "fusesched/daemon.h"
 #include "fusesched/datapath.h"
 #include "fusesched/fs.h"
@@ -197,11 +198,31 @@ static void drop_resource_capability(void)
 	syscall(SYS_capset, &hdr, data);
 }
 
+/* The config named by -c, or the defaults; NULL after printing FILE:LINE: why. */
+static struct config *load_config(const struct daemon_options *o)
+{
+	struct config *cfg = NULL;
+	char err[512];
+	int r = o->config_path[0] ? config_load_file(o->config_path, &cfg, err, sizeof(err))
+				  : config_new_default(&cfg);
+	if (r < 0) {
+		if (o->config_path[0])
+			fprintf(stderr, "fusesched: %s\n", err);
+		else
+			fprintf(stderr, "fusesched: out of memory\n");
+		return NULL;
+	}
+	return cfg;
+}
+
 int daemon_run(const struct daemon_options *o)
 {
 	int status = preflight(o);
 	if (status)
 		return status;
+	struct config *cfg = load_config(o);
+	if (!cfg)
+		return 2;
 	raise_nofile_limit();
 	drop_resource_capability();
 	/* The kernel already applied the caller's umask to every mode it sends. */
@@ -217,11 +238,13 @@ int daemon_run(const struct daemon_options *o)
 	char err[512];
 	if (!dp) {
 		fprintf(stderr, "fusesched: out of memory\n");
+		config_free(cfg);
 		return 1;
 	}
 	if (fs_new(&fo, dp, &fs, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fusesched: %s\n", err);
 		dp->destroy(dp);
+		config_free(cfg);
 		return 2;
 	}
 
@@ -277,5 +300,6 @@ out_fs:
 	fuse_opt_free_args(&args);
 	fs_free(fs);
 	dp->destroy(dp);
+	config_free(cfg);
 	return status;
 }

@@ -1,4 +1,5 @@
 /* Command line: mount | check-config | version | help. */
+#include "fusesched/config.h"
 #include "fusesched/daemon.h"
 
 #include <stdio.h>
@@ -11,6 +12,7 @@ static void print_usage(FILE *out)
 		"usage:\n"
 		"  fusesched mount BACKING MOUNTPOINT [-c FILE] [-o OPTS] [-f] [-d]\n"
 		"  fusesched BACKING MOUNTPOINT [-o OPTS]     (mount.fuse / fstab form)\n"
+		"  fusesched check-config FILE                 (validate, print effective settings)\n"
 		"  fusesched version\n"
 		"  fusesched --help\n"
 		"\n"
@@ -82,6 +84,22 @@ static int cmd_mount(int argc, char **argv)
 	return daemon_run(&o);
 }
 
+/* Exit 0 and the effective settings, or 2 and FILE:LINE: what is wrong. */
+static int cmd_check_config(int argc, char **argv)
+{
+	if (argc != 1)
+		return usage_error("check-config needs exactly one FILE");
+	struct config *cfg = NULL;
+	char err[512];
+	if (config_load_file(argv[0], &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fusesched: %s\n", err);
+		return 2;
+	}
+	int r = config_print(cfg, stdout);
+	config_free(cfg);
+	return r < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -97,6 +115,8 @@ int main(int argc, char **argv)
 		printf("fusesched %s\n", FUSESCHED_VERSION);
 		return 0;
 	}
+	if (strcmp(cmd, "check-config") == 0)
+		return cmd_check_config(argc - 2, argv + 2);
 	if (strcmp(cmd, "mount") == 0)
 		return cmd_mount(argc - 2, argv + 2);
 	/* mount.fuse calls "fusesched BACKING MOUNTPOINT -o OPTS". */

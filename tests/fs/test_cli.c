@@ -24,6 +24,13 @@ static void scratch_up(void)
 	test_sh("mkdir -p '%s/b' '%s/m' && touch '%s/file'", scratch, scratch, scratch);
 }
 
+static const char *m_path(void)
+{
+	static char buf[600];
+	snprintf(buf, sizeof(buf), "%s/m", scratch);
+	return buf;
+}
+
 static void scratch_down(void)
 {
 	test_sh("fusermount3 -u '%s/m' 2>/dev/null; rm -rf '%s'", scratch, scratch);
@@ -65,6 +72,35 @@ START_TEST(errors_name_the_problem)
 	ck_assert_ptr_nonnull(strstr(out, "fusesched "));
 	ck_assert_int_eq(run_cli(out, sizeof(out), "--help"), 0);
 	ck_assert_ptr_nonnull(strstr(out, "fusesched mount BACKING MOUNTPOINT"));
+}
+END_TEST
+
+static void write_scratch(const char *name, const char *content)
+{
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s", scratch, name);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(content, f);
+	fclose(f);
+}
+
+START_TEST(config_errors_stop_the_mount)
+{
+	char out[4096];
+	write_scratch("bad.conf", "[scheduler]\npolicy = bfq\n\n[group \"/tenants/gold\"]\nwieght = 800\n");
+	ck_assert_int_eq(run_cli(out, sizeof(out), "check-config bad.conf"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "bad.conf:5:"));
+	ck_assert_ptr_nonnull(strstr(out, "wieght"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f -c bad.conf"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "bad.conf:5:"));
+	ck_assert(!test_is_fuse_mount(m_path()));
+	write_scratch("good.conf", "[group \"/tenants/gold\"]\nweight = 800\n");
+	ck_assert_int_eq(run_cli(out, sizeof(out), "check-config good.conf"), 0);
+	ck_assert_ptr_nonnull(strstr(out, "/tenants/gold"));
+	ck_assert_ptr_nonnull(strstr(out, "800"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "check-config missing.conf"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "missing.conf"));
 }
 END_TEST
 
@@ -139,6 +175,7 @@ static Suite *cli_suite(void)
 	tcase_add_checked_fixture(tc, scratch_up, scratch_down);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, errors_name_the_problem);
+	tcase_add_test(tc, config_errors_stop_the_mount);
 	tcase_add_test(tc, daemonizes_and_refuses_busy_mountpoint);
 	tcase_add_test(tc, fstab_form_through_mount_fuse);
 	tcase_add_test(tc, sigterm_unmounts_cleanly);
