@@ -1,0 +1,714 @@
+/* The tenant table: pid cache, tenant registry, weights, retirement.
+ *
+ * Fast path.  A cache hit costs a handful of atomic loads and no lock: each
+ * direct-mapped slot is a seqlock (one writer at a time, claimed by CAS;
+ * a writer that loses the race just does not cache).  Memory is fixed at
+ * creation: cache_entries slots and max_tenants records.
+ *
+ * Staleness.  An entry lives cache_ttl_ms, which bounds how long a process
+ * moved to another cgroup keeps its old tenant.
+ *
+ * Pid reuse.  The kernel hands out pids cyclically, so pid P can only name
+ * a new thread after the allocation cursor (/proc/sys/kernel/ns_last_pid)
+ * has travelled from where it was when we read /proc/P/cgroup round to P.
+ * The table samples the cursor (on misses, and on a hit when the last
+ * sample is older than PID_SAMPLE_MAX_AGE_NS) and accumulates how far it
+ * moved; an entry records the distance at which P comes round again and is
+ * refused once the cursor may have got there.  This is checked on every hit
+ * without a syscall, unlike comparing /proc/P/stat start times, and it
+ * matters here: pid_max is 32768 on these hosts, which a busy build wraps
+ * in seconds.  The margin covers cursor movement between samples (up to
+ * 1024 pids in 20 ms, i.e. 50k thread creations per second).
+ *
+ * Retirement is two-phase so that a concurrent cache hit can never return
+ * an id that has already been freed: phase one bumps the tenant's
+ * generation (cache entries for it stop hitting) and marks it retiring; a
+ * later pass frees it only if it is still unused, idle and unheld.
+ */
+#include "fusesched/tenant.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tenant_internal.h"
+
+#define NO_ID UINT32_MAX
+#define DEFAULT_CAPACITY 4096u
+#define PID_SAMPLE_MAX_AGE_NS (20u * 1000 * 1000)
+#define PID_REUSE_MARGIN 1024u
+/* last_used is written at most this often per tenant: every hit writing
+ * it would bounce its cache line between worker threads. */
+#define TOUCH_GRANULARITY_NS (100u * 1000 * 1000)
+#define NS_PER_MS 1000000ull
+
+struct cache_slot {
+	alignas(64) _Atomic uint32_t seq;	/* odd while being written */
+	_Atomic int32_t pid;
+	_Atomic uint32_t id;
+	_Atomic uint32_t gen;		/* tenant generation when cached */
+	_Atomic uint32_t epoch;		/* table cache epoch when cached */
+	_Atomic uint64_t expires_ns;
+	_Atomic uint64_t reuse_at;	/* pid_advance at which pid may recur */
+};
+
+struct tenant_rec {
+	alignas(64) _Atomic uint32_t weight;
+	_Atomic uint32_t gen;
+	_Atomic uint32_t holds;
+	_Atomic uint64_t last_used_ns;
+	/* the rest is under table->lock */
+	bool live;
+	bool retiring;
+	enum tenant_weight_source source;
+	enum tenant_hierarchy_id hier;
+	char *key;
+	char *v2_path;		/* the creator's paths, for weight files */
+	char *blkio_path;
+	uint32_t next;		/* hash chain */
+};
+
+struct tenant_table {
+	char proc_root[TENANT_PATH_MAX];
+	struct tenant_cgroup_roots roots;
+	uint32_t max_tenants;
+	uint32_t cache_shift;
+	struct cache_slot *cache;
+	struct tenant_rec *recs;
+	uint32_t *buckets;
+	uint32_t bucket_mask;
+	uint32_t *free_ids;
+	uint32_t free_count;
+
+	pthread_mutex_t lock;
+	struct config *cfg;	/* private copy: scalars and rules */
+	_Atomic int hierarchy;
+	_Atomic uint64_t ttl_ns;
+	_Atomic uint32_t cache_epoch;
+	_Atomic uint64_t weights_epoch;
+
+	uint32_t pid_max;	/* 0: no cursor readable, TTL only */
+	pthread_mutex_t sample_lock;
+	uint32_t last_cursor;
+	_Atomic uint64_t pid_advance;
+	_Atomic uint64_t sample_ns;
+
+	_Atomic uint64_t misses, invisible, reuse_guarded, table_full, retired;
+	_Atomic uint32_t live;
+};
+
+static uint32_t hash_string(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static uint32_t round_up_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static int read_u32_file(const char *path, uint32_t *out)
+{
+	char buf[32], *end;
+	unsigned long v;
+
+	if (tenant_read_small_file(path, buf, sizeof(buf)) <= 0)
+		return -EINVAL;
+	v = strtoul(buf, &end, 10);
+	if (end == buf || (*end && *end != '\n') || v > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* ---- pid reuse guard ------------------------------------------------------ */
+
+/* Reads the allocation cursor and adds how far it moved to pid_advance.
+ * Returns the new advance, and the cursor in *cursor. */
+static uint64_t pid_sample(struct tenant_table *t, uint64_t now_ns,
+			   uint32_t *cursor)
+{
+	char path[TENANT_PATH_MAX + 32];
+	uint32_t raw;
+	uint64_t advance;
+
+	snprintf(path, sizeof(path), "%s/sys/kernel/ns_last_pid", t->proc_root);
+	pthread_mutex_lock(&t->sample_lock);
+	advance = atomic_load_explicit(&t->pid_advance, memory_order_relaxed);
+	if (read_u32_file(path, &raw) == 0 && raw < t->pid_max) {
+		advance += (raw + t->pid_max - t->last_cursor) % t->pid_max;
+		t->last_cursor = raw;
+		atomic_store_explicit(&t->pid_advance, advance,
+				      memory_order_relaxed);
+		atomic_store_explicit(&t->sample_ns, now_ns,
+				      memory_order_release);
+	} else {
+		/* unreadable now: pretend a full wrap, so nothing is trusted */
+		advance += t->pid_max;
+		atomic_store_explicit(&t->pid_advance, advance,
+				      memory_order_relaxed);
+	}
+	*cursor = t->last_cursor;
+	pthread_mutex_unlock(&t->sample_lock);
+	return advance;
+}
+
+/* The pid_advance value at which PID may be handed out again. */
+static uint64_t pid_reuse_at(const struct tenant_table *t, pid_t pid,
+			     uint64_t advance, uint32_t cursor)
+{
+	uint64_t p = (uint64_t)pid;
+
+	if (p >= t->pid_max)
+		return advance;
+	return advance + (p + t->pid_max - cursor - 1) % t->pid_max + 1;
+}
+
+static bool pid_still_ours(struct tenant_table *t, uint64_t reuse_at,
+			   uint64_t now_ns)
+{
+	uint64_t sampled;
+	uint32_t cursor;
+
+	if (!t->pid_max)
+		return true;
+	sampled = atomic_load_explicit(&t->sample_ns, memory_order_acquire);
+	if ((int64_t)(now_ns - sampled) > (int64_t)PID_SAMPLE_MAX_AGE_NS)
+		pid_sample(t, now_ns, &cursor);
+	if (atomic_load_explicit(&t->pid_advance, memory_order_relaxed) +
+		    PID_REUSE_MARGIN < reuse_at)
+		return true;
+	atomic_fetch_add_explicit(&t->reuse_guarded, 1, memory_order_relaxed);
+	return false;
+}
+
+/* ---- cache ---------------------------------------------------------------- */
+
+static struct cache_slot *cache_slot_of(const struct tenant_table *t,
+					pid_t pid)
+{
+	return &t->cache[((uint32_t)pid * 2654435761u) >> t->cache_shift];
+}
+
+static void cache_store(struct tenant_table *t, pid_t pid, uint32_t id,
+			uint32_t gen, uint32_t epoch, uint64_t expires_ns,
+			uint64_t reuse_at)
+{
+	struct cache_slot *s = cache_slot_of(t, pid);
+	uint32_t seq = atomic_load_explicit(&s->seq, memory_order_relaxed);
+
+	if ((seq & 1) ||
+	    !atomic_compare_exchange_strong_explicit(&s->seq, &seq, seq + 1,
+						     memory_order_relaxed,
+						     memory_order_relaxed))
+		return;
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&s->pid, pid, memory_order_relaxed);
+	atomic_store_explicit(&s->id, id, memory_order_relaxed);
+	atomic_store_explicit(&s->gen, gen, memory_order_relaxed);
+	atomic_store_explicit(&s->epoch, epoch, memory_order_relaxed);
+	atomic_store_explicit(&s->expires_ns, expires_ns, memory_order_relaxed);
+	atomic_store_explicit(&s->reuse_at, reuse_at, memory_order_relaxed);
+	atomic_store_explicit(&s->seq, seq + 2, memory_order_release);
+}
+
+static void touch(struct tenant_rec *rec, uint64_t now_ns)
+{
+	uint64_t last = atomic_load_explicit(&rec->last_used_ns,
+					     memory_order_relaxed);
+
+	if ((int64_t)(now_ns - last) > (int64_t)TOUCH_GRANULARITY_NS)
+		atomic_store_explicit(&rec->last_used_ns, now_ns,
+				      memory_order_relaxed);
+}
+
+/* ---- registry (under t->lock) -------------------------------------------- */
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static void rec_set_weight(struct tenant_table *t, struct tenant_rec *rec)
+{
+	rec->source = TENANT_WEIGHT_FROM_DEFAULT;
+	atomic_store_explicit(
+		&rec->weight,
+		rec->key[0] ? tenant_resolve_weight(t->cfg, &t->roots, rec->key,
+						    rec->v2_path,
+						    rec->blkio_path,
+						    &rec->source)
+			    : t->cfg->scheduler.default_weight,
+		memory_order_relaxed);
+}
+
+/* Finds or creates the tenant KEY.  Returns its id (TENANT_ID_DEFAULT when
+ * the table is full) and its generation in *gen. */
+static uint32_t registry_get(struct tenant_table *t, const char *key,
+			     enum tenant_hierarchy_id hier, const char *v2_path,
+			     const char *blkio_path, uint64_t now_ns,
+			     uint32_t *gen)
+{
+	uint32_t bucket = hash_string(key) & t->bucket_mask, id;
+	struct tenant_rec *rec;
+
+	pthread_mutex_lock(&t->lock);
+	for (id = t->buckets[bucket]; id != NO_ID; id = t->recs[id].next)
+		if (strcmp(t->recs[id].key, key) == 0)
+			break;
+	if (id != NO_ID) {
+		rec = &t->recs[id];
+		rec->retiring = false;
+		atomic_store_explicit(&rec->last_used_ns, now_ns,
+				      memory_order_relaxed);
+		goto out;
+	}
+	if (t->free_count == 0)
+		goto full;
+	id = t->free_ids[t->free_count - 1];
+	rec = &t->recs[id];
+	rec->key = strdup(key);
+	rec->v2_path = dup_or_null(v2_path);
+	rec->blkio_path = dup_or_null(blkio_path);
+	if (!rec->key || (v2_path && !rec->v2_path) ||
+	    (blkio_path && !rec->blkio_path)) {
+		free(rec->key);
+		free(rec->v2_path);
+		free(rec->blkio_path);
+		rec->key = rec->v2_path = rec->blkio_path = NULL;
+		goto full;
+	}
+	t->free_count--;
+	rec->hier = hier;
+	rec->live = true;
+	rec->retiring = false;
+	rec_set_weight(t, rec);
+	atomic_store_explicit(&rec->last_used_ns, now_ns, memory_order_relaxed);
+	rec->next = t->buckets[bucket];
+	t->buckets[bucket] = id;
+	atomic_fetch_add_explicit(&t->live, 1, memory_order_relaxed);
+out:
+	*gen = atomic_load_explicit(&rec->gen, memory_order_relaxed);
+	pthread_mutex_unlock(&t->lock);
+	return id;
+full:
+	atomic_fetch_add_explicit(&t->table_full, 1, memory_order_relaxed);
+	*gen = atomic_load_explicit(&t->recs[0].gen, memory_order_relaxed);
+	pthread_mutex_unlock(&t->lock);
+	return TENANT_ID_DEFAULT;
+}
+
+/* Copies LEN bytes of S into DST as a string; false if it does not fit. */
+static bool copy_path(char *dst, const char *s, size_t len)
+{
+	if (!s || len >= TENANT_PATH_MAX)
+		return false;
+	memcpy(dst, s, len);
+	dst[len] = '\0';
+	return true;
+}
+
+static uint32_t resolve_slow(struct tenant_table *t, pid_t pid,
+			     uint64_t now_ns)
+{
+	uint32_t epoch = atomic_load_explicit(&t->cache_epoch,
+					      memory_order_acquire);
+	int hierarchy = atomic_load_explicit(&t->hierarchy,
+					     memory_order_relaxed);
+	char path[TENANT_PATH_MAX + 32], text[16384];
+	char v2[TENANT_PATH_MAX], blkio[TENANT_PATH_MAX];
+	struct tenant_cgroup_paths paths;
+	uint32_t id = TENANT_ID_DEFAULT, gen = 0, cursor = 0;
+	uint64_t advance = 0, reuse_at = UINT64_MAX;
+	const char *key;
+	size_t key_len;
+	ssize_t n;
+	int hier;
+
+	atomic_fetch_add_explicit(&t->misses, 1, memory_order_relaxed);
+	/* sample the cursor before reading: see the comment at the top */
+	if (t->pid_max) {
+		advance = pid_sample(t, now_ns, &cursor);
+		reuse_at = pid_reuse_at(t, pid, advance, cursor);
+	}
+	snprintf(path, sizeof(path), "%s/%d/cgroup", t->proc_root, (int)pid);
+	n = tenant_read_small_file(path, text, sizeof(text));
+	if (n <= 0 || (size_t)n + 1 >= sizeof(text) ||
+	    tenant_parse_proc_cgroup(text, (size_t)n, &paths) ||
+	    (hier = tenant_select_key(&paths, (enum config_hierarchy)hierarchy,
+				      &key, &key_len)) < 0 ||
+	    !copy_path(path, key, key_len)) {
+		atomic_fetch_add_explicit(&t->invisible, 1,
+					  memory_order_relaxed);
+		gen = atomic_load_explicit(&t->recs[0].gen,
+					   memory_order_relaxed);
+	} else {
+		bool has_v2 = copy_path(v2, paths.v2, paths.v2_len);
+		bool has_blkio = copy_path(blkio, paths.blkio, paths.blkio_len);
+
+		id = registry_get(t, path, (enum tenant_hierarchy_id)hier,
+				  has_v2 ? v2 : NULL, has_blkio ? blkio : NULL,
+				  now_ns, &gen);
+	}
+	cache_store(t, pid, id, gen, epoch,
+		    now_ns + atomic_load_explicit(&t->ttl_ns,
+						  memory_order_relaxed),
+		    reuse_at);
+	return id;
+}
+
+uint32_t tenant_resolve(struct tenant_table *t, pid_t pid, uint64_t now_ns)
+{
+	struct cache_slot *s;
+	uint32_t seq, id, gen, epoch;
+	uint64_t expires_ns, reuse_at;
+	int32_t cached_pid;
+
+	if (pid <= 0)
+		return TENANT_ID_DEFAULT;
+	s = cache_slot_of(t, pid);
+	seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+	if (seq & 1)
+		return resolve_slow(t, pid, now_ns);
+	cached_pid = atomic_load_explicit(&s->pid, memory_order_relaxed);
+	id = atomic_load_explicit(&s->id, memory_order_relaxed);
+	gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
+	epoch = atomic_load_explicit(&s->epoch, memory_order_relaxed);
+	expires_ns = atomic_load_explicit(&s->expires_ns, memory_order_relaxed);
+	reuse_at = atomic_load_explicit(&s->reuse_at, memory_order_relaxed);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&s->seq, memory_order_relaxed) != seq ||
+	    cached_pid != pid || (int64_t)(expires_ns - now_ns) <= 0 ||
+	    epoch != atomic_load_explicit(&t->cache_epoch,
+					  memory_order_relaxed) ||
+	    gen != atomic_load_explicit(&t->recs[id].gen, memory_order_acquire) ||
+	    !pid_still_ours(t, reuse_at, now_ns))
+		return resolve_slow(t, pid, now_ns);
+	touch(&t->recs[id], now_ns);
+	return id;
+}
+
+/* ---- config ---------------------------------------------------------------- */
+
+/* The table keeps its own copy of what it uses, so the daemon may free its
+ * config whenever it likes. */
+static int copy_config(const struct config *cfg, struct config **out)
+{
+	struct config *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->scheduler = cfg->scheduler;
+	c->tenants = cfg->tenants;
+	if (cfg->group_count) {
+		c->groups = calloc(cfg->group_count, sizeof(*c->groups));
+		if (!c->groups)
+			goto nomem;
+	}
+	for (size_t i = 0; i < cfg->group_count; i++) {
+		c->groups[i] = cfg->groups[i];
+		c->groups[i].pattern = strdup(cfg->groups[i].pattern);
+		c->group_count = i + 1;
+		if (!c->groups[i].pattern)
+			goto nomem;
+	}
+	*out = c;
+	return 0;
+nomem:
+	config_free(c);
+	return -ENOMEM;
+}
+
+int tenant_table_apply_config(struct tenant_table *t, const struct config *cfg)
+{
+	struct config *copy, *old;
+	bool changed = false;
+	int rc = copy_config(cfg, &copy);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&t->lock);
+	old = t->cfg;
+	t->cfg = copy;
+	if (atomic_load_explicit(&t->hierarchy, memory_order_relaxed) !=
+	    (int)cfg->tenants.hierarchy) {
+		/* keys change meaning: forget every cached pid */
+		atomic_store_explicit(&t->hierarchy, (int)cfg->tenants.hierarchy,
+				      memory_order_relaxed);
+		atomic_fetch_add_explicit(&t->cache_epoch, 1,
+					  memory_order_release);
+	}
+	atomic_store_explicit(&t->ttl_ns,
+			      (uint64_t)cfg->tenants.cache_ttl_ms * NS_PER_MS,
+			      memory_order_relaxed);
+	for (uint32_t id = 0; id < t->max_tenants; id++) {
+		struct tenant_rec *rec = &t->recs[id];
+		uint32_t before;
+
+		if (!rec->live)
+			continue;
+		before = atomic_load_explicit(&rec->weight, memory_order_relaxed);
+		rec_set_weight(t, rec);
+		changed |= before != atomic_load_explicit(&rec->weight,
+							  memory_order_relaxed);
+	}
+	if (changed)
+		atomic_fetch_add_explicit(&t->weights_epoch, 1,
+					  memory_order_release);
+	pthread_mutex_unlock(&t->lock);
+	config_free(old);
+	return 0;
+}
+
+/* ---- life cycle ------------------------------------------------------------ */
+
+static int fail(char *err, size_t err_len, int rc, const char *what)
+{
+	snprintf(err, err_len, "tenant table: %s: %s", what, strerror(-rc));
+	return rc;
+}
+
+int tenant_table_new(const struct tenant_table_params *params,
+		     const struct config *cfg, struct tenant_table **out,
+		     char *err, size_t err_len)
+{
+	const char *proc_root = params && params->proc_root ? params->proc_root
+							    : "/proc";
+	uint32_t max_tenants = params && params->max_tenants
+				       ? params->max_tenants : DEFAULT_CAPACITY;
+	uint32_t entries = params && params->cache_entries
+				   ? params->cache_entries : DEFAULT_CAPACITY;
+	char path[TENANT_PATH_MAX + 32];
+	struct tenant_table *t;
+	uint32_t nbuckets;
+	int rc;
+
+	*out = NULL;
+	if (strlen(proc_root) >= TENANT_PATH_MAX || max_tenants < 2 ||
+	    max_tenants > (1u << 24) || entries > (1u << 24))
+		return fail(err, err_len, -EINVAL, "bad parameters");
+	entries = round_up_pow2(entries < 64 ? 64 : entries);
+	nbuckets = round_up_pow2(max_tenants);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return fail(err, err_len, -ENOMEM, "allocating");
+	strcpy(t->proc_root, proc_root);
+	t->max_tenants = max_tenants;
+	t->cache_shift = 32u - (uint32_t)__builtin_ctz(entries);
+	t->bucket_mask = nbuckets - 1;
+	t->cache = aligned_alloc(64, entries * sizeof(*t->cache));
+	t->recs = aligned_alloc(64, max_tenants * sizeof(*t->recs));
+	t->buckets = malloc(nbuckets * sizeof(*t->buckets));
+	t->free_ids = malloc(max_tenants * sizeof(*t->free_ids));
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_mutex_init(&t->sample_lock, NULL);
+	if (!t->cache || !t->recs || !t->buckets || !t->free_ids) {
+		tenant_table_free(t);
+		return fail(err, err_len, -ENOMEM, "allocating");
+	}
+	memset(t->cache, 0, entries * sizeof(*t->cache));
+	memset(t->recs, 0, max_tenants * sizeof(*t->recs));
+	memset(t->buckets, 0xff, nbuckets * sizeof(*t->buckets));
+	for (uint32_t id = max_tenants - 1; id > 0; id--)
+		t->free_ids[t->free_count++] = id;
+
+	if (params && params->roots) {
+		t->roots = *params->roots;
+	} else {
+		char *text = malloc(1 << 20);
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "%s/self/mountinfo", proc_root);
+		n = text ? tenant_read_small_file(path, text, 1 << 20) : -ENOMEM;
+		if (n > 0)
+			tenant_parse_mountinfo(text, (size_t)n, &t->roots);
+		free(text);
+	}
+
+	snprintf(path, sizeof(path), "%s/sys/kernel/pid_max", proc_root);
+	if (read_u32_file(path, &t->pid_max) || t->pid_max < 2)
+		t->pid_max = 0;
+	snprintf(path, sizeof(path), "%s/sys/kernel/ns_last_pid", proc_root);
+	if (t->pid_max && read_u32_file(path, &t->last_cursor))
+		t->pid_max = 0;
+
+	t->recs[0].key = strdup("");
+	rc = t->recs[0].key ? copy_config(cfg, &t->cfg) : -ENOMEM;
+	if (rc) {
+		tenant_table_free(t);
+		return fail(err, err_len, rc, "copying the config");
+	}
+	t->recs[0].live = true;
+	atomic_store(&t->hierarchy, (int)cfg->tenants.hierarchy);
+	atomic_store(&t->ttl_ns, (uint64_t)cfg->tenants.cache_ttl_ms * NS_PER_MS);
+	rec_set_weight(t, &t->recs[0]);
+	atomic_store(&t->live, 1);
+	*out = t;
+	return 0;
+}
+
+void tenant_table_free(struct tenant_table *t)
+{
+	if (!t)
+		return;
+	if (t->recs) {
+		for (uint32_t id = 0; id < t->max_tenants; id++) {
+			free(t->recs[id].key);
+			free(t->recs[id].v2_path);
+			free(t->recs[id].blkio_path);
+		}
+	}
+	config_free(t->cfg);
+	pthread_mutex_destroy(&t->lock);
+	pthread_mutex_destroy(&t->sample_lock);
+	free(t->cache);
+	free(t->recs);
+	free(t->buckets);
+	free(t->free_ids);
+	free(t);
+}
+
+/* ---- queries ---------------------------------------------------------------- */
+
+uint32_t tenant_weight(const struct tenant_table *t, uint32_t id)
+{
+	return id < t->max_tenants
+		       ? atomic_load_explicit(&t->recs[id].weight,
+					      memory_order_relaxed)
+		       : 0;
+}
+
+uint64_t tenant_table_weights_epoch(const struct tenant_table *t)
+{
+	return atomic_load_explicit(&t->weights_epoch, memory_order_acquire);
+}
+
+void tenant_hold(struct tenant_table *t, uint32_t id)
+{
+	if (id < t->max_tenants)
+		atomic_fetch_add_explicit(&t->recs[id].holds, 1,
+					  memory_order_relaxed);
+}
+
+void tenant_release(struct tenant_table *t, uint32_t id)
+{
+	if (id < t->max_tenants)
+		atomic_fetch_sub_explicit(&t->recs[id].holds, 1,
+					  memory_order_relaxed);
+}
+
+int tenant_get_info(struct tenant_table *t, uint32_t id,
+		    struct tenant_info *out)
+{
+	int rc = -ENOENT;
+
+	if (id >= t->max_tenants)
+		return rc;
+	pthread_mutex_lock(&t->lock);
+	if (t->recs[id].live) {
+		out->id = id;
+		out->weight = atomic_load_explicit(&t->recs[id].weight,
+						   memory_order_relaxed);
+		out->weight_source = t->recs[id].source;
+		snprintf(out->path, sizeof(out->path), "%s", t->recs[id].key);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+static bool cgroup_gone(const struct tenant_table *t,
+			const struct tenant_rec *rec)
+{
+	const char *root = rec->hier == TENANT_HIER_V2 ? t->roots.v2
+						       : t->roots.blkio;
+	char path[2 * TENANT_PATH_MAX];
+	struct stat st;
+
+	if (!root[0])
+		return true;	/* cannot tell: idleness alone decides */
+	snprintf(path, sizeof(path), "%s%s", root, rec->key);
+	return stat(path, &st) != 0 && errno == ENOENT;
+}
+
+static void registry_unlink(struct tenant_table *t, uint32_t id)
+{
+	uint32_t *link = &t->buckets[hash_string(t->recs[id].key) &
+				     t->bucket_mask];
+
+	while (*link != id)
+		link = &t->recs[*link].next;
+	*link = t->recs[id].next;
+}
+
+size_t tenant_table_retire(struct tenant_table *t, uint64_t now_ns,
+			   uint32_t *ids, size_t max)
+{
+	size_t n = 0;
+	int64_t idle_ns;
+
+	pthread_mutex_lock(&t->lock);
+	idle_ns = (int64_t)t->cfg->tenants.retire_idle_ms * (int64_t)NS_PER_MS;
+	for (uint32_t id = 1; id < t->max_tenants; id++) {
+		struct tenant_rec *rec = &t->recs[id];
+		bool busy;
+
+		if (!rec->live)
+			continue;
+		busy = atomic_load_explicit(&rec->holds, memory_order_relaxed) ||
+		       (int64_t)(now_ns - atomic_load_explicit(
+						  &rec->last_used_ns,
+						  memory_order_relaxed)) <
+			       idle_ns;
+		if (busy) {
+			rec->retiring = false;
+		} else if (rec->retiring) {
+			if (n == max)
+				continue;
+			registry_unlink(t, id);
+			free(rec->key);
+			free(rec->v2_path);
+			free(rec->blkio_path);
+			rec->key = rec->v2_path = rec->blkio_path = NULL;
+			rec->live = rec->retiring = false;
+			atomic_store_explicit(&rec->weight, 0,
+					      memory_order_relaxed);
+			t->free_ids[t->free_count++] = id;
+			atomic_fetch_sub_explicit(&t->live, 1,
+						  memory_order_relaxed);
+			atomic_fetch_add_explicit(&t->retired, 1,
+						  memory_order_relaxed);
+			ids[n++] = id;
+		} else if (cgroup_gone(t, rec)) {
+			rec->retiring = true;
+			atomic_fetch_add_explicit(&rec->gen, 1,
+						  memory_order_release);
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+void tenant_table_get_stats(const struct tenant_table *t,
+			    struct tenant_stats *out)
+{
+	out->misses = atomic_load(&t->misses);
+	out->invisible = atomic_load(&t->invisible);
+	out->pid_reuse_guarded = atomic_load(&t->reuse_guarded);
+	out->table_full = atomic_load(&t->table_full);
+	out->retired = atomic_load(&t->retired);
+	out->live_tenants = atomic_load(&t->live);
+}

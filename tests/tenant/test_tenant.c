@@ -1,0 +1,592 @@
+/* Tenant building blocks on fixtures, and the table against a fake /proc
+ * and a fake cgroup tree (time is an argument, so TTLs are exact). */
+#define _GNU_SOURCE
+#include "fusesched/tenant.h"
+
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fake_tree.h"
+
+#define MS 1000000ull
+
+static struct config *config_from(const char *text)
+{
+	char err[512];
+	struct config *cfg;
+	FILE *in = fmemopen((void *)text, strlen(text), "r");
+
+	ck_assert_msg(config_load_stream(in, "test", &cfg, err, sizeof(err)) == 0,
+		      "%s", err);
+	fclose(in);
+	return cfg;
+}
+
+/* Parses fixture NAME and returns the key selected for MODE ("" if none). */
+static const char *key_of(const char *name, enum config_hierarchy mode,
+			  int *hier)
+{
+	static char key_buf[4096];
+	struct tenant_cgroup_paths paths;
+	const char *key;
+	size_t len, text_len;
+	char *text = fixture_read(name, &text_len);
+
+	ck_assert_int_eq(tenant_parse_proc_cgroup(text, text_len, &paths), 0);
+	*hier = tenant_select_key(&paths, mode, &key, &len);
+	key_buf[0] = '\0';
+	if (*hier >= 0)
+		snprintf(key_buf, sizeof(key_buf), "%.*s", (int)len, key);
+	free(text);
+	return key_buf;
+}
+
+START_TEST(proc_cgroup_fixtures)
+{
+	int h;
+
+	ck_assert_str_eq(key_of("cgroup-v2-only.txt", CONFIG_HIERARCHY_AUTO, &h),
+			 "/system.slice/docker-4f2a.scope");
+	ck_assert_int_eq(h, TENANT_HIER_V2);
+	key_of("cgroup-v2-only.txt", CONFIG_HIERARCHY_BLKIO, &h);
+	ck_assert_int_eq(h, -ENOENT);
+
+	ck_assert_str_eq(key_of("cgroup-v1-only.txt", CONFIG_HIERARCHY_AUTO, &h),
+			 "/docker/4f2a9c");
+	ck_assert_int_eq(h, TENANT_HIER_BLKIO);
+	key_of("cgroup-v1-only.txt", CONFIG_HIERARCHY_V2, &h);
+	ck_assert_int_eq(h, -ENOENT);
+
+	/* this host: everything at the root; auto takes the blkio "/" */
+	ck_assert_str_eq(key_of("cgroup-hybrid-host.txt", CONFIG_HIERARCHY_AUTO, &h), "/");
+	ck_assert_int_eq(h, TENANT_HIER_BLKIO);
+	ck_assert_str_eq(key_of("cgroup-hybrid-host.txt", CONFIG_HIERARCHY_V2, &h), "/");
+	ck_assert_int_eq(h, TENANT_HIER_V2);
+
+	/* "blkio,cpu" list; name=systemd is not a controller list match */
+	ck_assert_str_eq(key_of("cgroup-hybrid-blkio.txt", CONFIG_HIERARCHY_AUTO, &h),
+			 "/tenants/gold");
+	ck_assert_int_eq(h, TENANT_HIER_BLKIO);
+	ck_assert_str_eq(key_of("cgroup-hybrid-blkio.txt", CONFIG_HIERARCHY_V2, &h), "/");
+
+	/* a v2 path that is not "/" wins in auto; spaces are kept */
+	ck_assert_str_eq(key_of("cgroup-hybrid-v2.txt", CONFIG_HIERARCHY_AUTO, &h),
+			 "/fs-test/job 1");
+	ck_assert_str_eq(key_of("cgroup-hybrid-v2.txt", CONFIG_HIERARCHY_BLKIO, &h),
+			 "/tenants/silver");
+
+	ck_assert_str_eq(key_of("cgroup-deleted.txt", CONFIG_HIERARCHY_AUTO, &h),
+			 "/a:b/with space");
+	ck_assert_str_eq(key_of("cgroup-deleted.txt", CONFIG_HIERARCHY_BLKIO, &h),
+			 "/tenants/old job");
+
+	key_of("cgroup-no-blkio.txt", CONFIG_HIERARCHY_AUTO, &h);
+	ck_assert_int_eq(h, -ENOENT);
+}
+END_TEST
+
+START_TEST(proc_cgroup_edge_cases)
+{
+	struct tenant_cgroup_paths p;
+	const char *key;
+	size_t len;
+
+	ck_assert_int_eq(tenant_parse_proc_cgroup("7:blkio:/x (deleted)\n0::/y",
+						  26, &p), 0);
+	ck_assert(p.blkio_deleted);
+	ck_assert_uint_eq(p.blkio_len, 2);
+	ck_assert(!p.v2_deleted);
+	ck_assert_uint_eq(p.v2_len, 2);	/* no trailing newline */
+	ck_assert_int_eq(tenant_parse_proc_cgroup("garbage\n", 8, &p), -EINVAL);
+	ck_assert_int_eq(tenant_parse_proc_cgroup("1:cpu\n", 6, &p), -EINVAL);
+	ck_assert_int_eq(tenant_parse_proc_cgroup("", 0, &p), 0);
+	ck_assert_int_eq(tenant_select_key(&p, CONFIG_HIERARCHY_AUTO, &key, &len),
+			 -ENOENT);
+	/* "blkiox" and "xblkio" are not blkio */
+	ck_assert_int_eq(tenant_parse_proc_cgroup("3:blkiox,xblkio:/n\n", 19, &p), 0);
+	ck_assert_ptr_null(p.blkio);
+	/* a hierarchy id "10" starting with 0 is not v2 */
+	ck_assert_int_eq(tenant_parse_proc_cgroup("10::/n\n", 7, &p), 0);
+	ck_assert_ptr_null(p.v2);
+}
+END_TEST
+
+START_TEST(mountinfo_fixtures)
+{
+	struct tenant_cgroup_roots roots;
+	size_t len;
+	char *text = fixture_read("mountinfo-hybrid.txt", &len);
+
+	tenant_parse_mountinfo(text, len, &roots);
+	ck_assert_str_eq(roots.v2, "/sys/fs/cgroup/unified");
+	ck_assert_str_eq(roots.blkio, "/sys/fs/cgroup/blkio");
+	free(text);
+
+	text = fixture_read("mountinfo-escaped.txt", &len);
+	tenant_parse_mountinfo(text, len, &roots);
+	ck_assert_str_eq(roots.v2, "/mnt/cg 2");	/* /sub bind skipped */
+	ck_assert_str_eq(roots.blkio, "/mnt/v1 blk");
+	free(text);
+
+	tenant_parse_mountinfo("", 0, &roots);
+	ck_assert_str_eq(roots.v2, "");
+	ck_assert_str_eq(roots.blkio, "");
+}
+END_TEST
+
+START_TEST(glob_rules_first_match_wins)
+{
+	struct config *cfg = config_from(
+		"[group \"/tenants/gold\"]\nweight = 800\n"
+		"[group \"/system.slice/docker-*.scope\"]\nweight = 200\n"
+		"[group \"/tenants/*\"]\nweight = 300\n"
+		"[group \"/odd[1]\"]\nweight = 5\n");
+	const struct config_group_rule *r = cfg->groups;
+	size_t n = cfg->group_count;
+
+	ck_assert_int_eq(tenant_match_rule(r, n, "/tenants/gold"), 0);
+	ck_assert_int_eq(tenant_match_rule(r, n, "/tenants/silver"), 2);
+	/* FNM_PATHNAME: '*' stops at '/' */
+	ck_assert_int_eq(tenant_match_rule(r, n, "/tenants/silver/job"), -1);
+	ck_assert_int_eq(tenant_match_rule(r, n, "/tenants/gold/job"), -1);
+	ck_assert_int_eq(tenant_match_rule(r, n, "/system.slice/docker-4f2a.scope"), 1);
+	ck_assert_int_eq(tenant_match_rule(r, n, "/system.slice/docker-4f2a.scope/x"), -1);
+	/* the exact path matches even when it reads as a glob */
+	ck_assert_int_eq(tenant_match_rule(r, n, "/odd[1]"), 3);
+	ck_assert_int_eq(tenant_match_rule(r, n, "/odd1"), 3);
+	ck_assert_int_eq(tenant_match_rule(r, n, "/"), -1);
+	ck_assert_int_eq(tenant_match_rule(r, 0, "/tenants/gold"), -1);
+	config_free(cfg);
+}
+END_TEST
+
+START_TEST(weight_file_formats)
+{
+	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_IO_BFQ, "default 300\n8:0 200\n"), 300);
+	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_IO_BFQ, "8:0 200\ndefault 301\n"), 301);
+	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_BLKIO_BFQ, "250\n"), 250);
+	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_IO_BFQ, "0\n"), -EINVAL);
+	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_IO_BFQ, "1001\n"), -EINVAL);
+	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_IO_BFQ, "12x\n"), -EINVAL);
+	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_IO_BFQ, ""), -EINVAL);
+	/* io.weight 1..10000 -> 10..1000 (runc's --blkio-weight mapping) */
+	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_IO, "default 2930\n"), 300);
+	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_IO, "default 1\n"), 10);
+	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_IO, "default 10000\n"), 1000);
+	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_IO, "default 10001\n"), -EINVAL);
+	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_BLKIO, "9\n"), -EINVAL);
+	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_BLKIO, "1000\n"), 1000);
+}
+END_TEST
+
+static struct tenant_cgroup_roots roots_in(const char *tree)
+{
+	struct tenant_cgroup_roots roots;
+
+	snprintf(roots.v2, sizeof(roots.v2), "%s/v2", tree);
+	snprintf(roots.blkio, sizeof(roots.blkio), "%s/blkio", tree);
+	return roots;
+}
+
+START_TEST(weight_resolution_order)
+{
+	char *tree = fake_tree_new();
+	struct tenant_cgroup_roots roots = roots_in(tree);
+	struct config *cfg = config_from("[group \"/ruled\"]\nweight = 42\n");
+	enum tenant_weight_source src;
+
+	fake_tree_write(tree, "v2/c/io.bfq.weight", "default 700\n");
+	fake_tree_write(tree, "v2/c/io.weight", "default 2930\n");
+	fake_tree_write(tree, "blkio/c/blkio.bfq.weight", "200\n");
+	fake_tree_write(tree, "blkio/c/blkio.weight", "400\n");
+	ck_assert_int_eq(tenant_read_cgroup_weight(&roots, "/c", "/c"), 700);
+	fake_tree_remove(tree, "v2/c/io.bfq.weight");
+	ck_assert_int_eq(tenant_read_cgroup_weight(&roots, "/c", "/c"), 300);
+	/* kernel defaults mean "nobody set it": fall through */
+	fake_tree_write(tree, "v2/c/io.weight", "default 100\n");
+	ck_assert_int_eq(tenant_read_cgroup_weight(&roots, "/c", "/c"), 200);
+	ck_assert_int_eq(tenant_read_cgroup_weight(&roots, NULL, "/c"), 200);
+	fake_tree_write(tree, "blkio/c/blkio.bfq.weight", "100\n");
+	ck_assert_int_eq(tenant_read_cgroup_weight(&roots, "/c", "/c"), 400);
+	fake_tree_write(tree, "blkio/c/blkio.weight", "500\n");
+	ck_assert_int_eq(tenant_read_cgroup_weight(&roots, "/c", "/c"), -ENOENT);
+	ck_assert_int_eq(tenant_read_cgroup_weight(&roots, "/gone", "/gone"), -ENOENT);
+	/* the root cgroup's files sit at the mount point itself */
+	fake_tree_write(tree, "blkio/blkio.bfq.weight", "9\n");
+	ck_assert_int_eq(tenant_read_cgroup_weight(&roots, NULL, "/"), 9);
+
+	/* rule first, then cgroup files, then default_weight */
+	fake_tree_write(tree, "blkio/ruled/blkio.bfq.weight", "600\n");
+	ck_assert_uint_eq(tenant_resolve_weight(cfg, &roots, "/ruled", NULL, "/ruled", &src), 42);
+	ck_assert_int_eq(src, TENANT_WEIGHT_FROM_RULE);
+	ck_assert_uint_eq(tenant_resolve_weight(cfg, &roots, "/x", NULL, "/ruled", &src), 600);
+	ck_assert_int_eq(src, TENANT_WEIGHT_FROM_CGROUP);
+	ck_assert_uint_eq(tenant_resolve_weight(cfg, &roots, "/c", "/c", "/c", &src), 100);
+	ck_assert_int_eq(src, TENANT_WEIGHT_FROM_DEFAULT);
+	config_free(cfg);
+	cfg = config_from("[scheduler]\nhonor_cgroup_weights = no\ndefault_weight = 77\n");
+	ck_assert_uint_eq(tenant_resolve_weight(cfg, &roots, "/x", NULL, "/ruled", &src), 77);
+	ck_assert_int_eq(src, TENANT_WEIGHT_FROM_DEFAULT);
+	config_free(cfg);
+	fake_tree_free(tree);
+}
+END_TEST
+
+/* ---- the table on a fake /proc --------------------------------------------- */
+
+struct fixture {
+	char *proc;
+	char *cg;
+	struct tenant_cgroup_roots roots;
+	struct tenant_table *table;
+};
+
+static void set_cgroup(struct fixture *f, int pid, const char *text)
+{
+	char rel[64];
+
+	snprintf(rel, sizeof(rel), "%d/cgroup", pid);
+	fake_tree_write(f->proc, rel, text);
+}
+
+static void set_cursor(struct fixture *f, unsigned cursor)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "%u\n", cursor);
+	fake_tree_write(f->proc, "sys/kernel/ns_last_pid", text);
+}
+
+static void fixture_open(struct fixture *f, const char *cfg_text,
+			 uint32_t max_tenants, uint32_t cache_entries)
+{
+	struct config *cfg = config_from(cfg_text);
+	struct tenant_table_params params = { 0 };
+	char err[256];
+
+	f->proc = fake_tree_new();
+	f->cg = fake_tree_new();
+	f->roots = roots_in(f->cg);
+	fake_tree_write(f->proc, "sys/kernel/pid_max", "32768\n");
+	set_cursor(f, 1000);
+	params.proc_root = f->proc;
+	params.roots = &f->roots;
+	params.max_tenants = max_tenants;
+	params.cache_entries = cache_entries;
+	ck_assert_msg(tenant_table_new(&params, cfg, &f->table, err, sizeof(err)) == 0,
+		      "%s", err);
+	config_free(cfg);
+}
+
+static void fixture_close(struct fixture *f)
+{
+	tenant_table_free(f->table);
+	fake_tree_free(f->proc);
+	fake_tree_free(f->cg);
+}
+
+static uint64_t misses(struct fixture *f)
+{
+	struct tenant_stats st;
+
+	tenant_table_get_stats(f->table, &st);
+	return st.misses;
+}
+
+static const char *path_of(struct fixture *f, uint32_t id)
+{
+	static struct tenant_info info;
+
+	if (tenant_get_info(f->table, id, &info))
+		return "(none)";
+	return info.path;
+}
+
+START_TEST(table_ttl_and_move)
+{
+	struct fixture f;
+	struct tenant_stats st;
+	uint32_t a, b;
+
+	fixture_open(&f, "[group \"/gold\"]\nweight = 800\n", 0, 0);
+	ck_assert_uint_eq(tenant_resolve(f.table, 0, 0), TENANT_ID_DEFAULT);
+	ck_assert_uint_eq(tenant_resolve(f.table, 5555, 0), TENANT_ID_DEFAULT);
+	ck_assert_str_eq(path_of(&f, TENANT_ID_DEFAULT), "");
+	ck_assert_uint_eq(tenant_weight(f.table, TENANT_ID_DEFAULT), 100);
+
+	set_cgroup(&f, 20000, "7:blkio:/\n0::/a\n");
+	a = tenant_resolve(f.table, 20000, 0);
+	ck_assert_uint_ne(a, TENANT_ID_DEFAULT);
+	ck_assert_str_eq(path_of(&f, a), "/a");
+	ck_assert_uint_eq(tenant_weight(f.table, a), 100);
+
+	/* moved to /gold: still /a from the cache until the TTL runs out */
+	set_cgroup(&f, 20000, "7:blkio:/\n0::/gold\n");
+	uint64_t m = misses(&f);
+	ck_assert_uint_eq(tenant_resolve(f.table, 20000, 10 * MS), a);
+	ck_assert_uint_eq(tenant_resolve(f.table, 20000, 999 * MS), a);
+	ck_assert_uint_eq(misses(&f), m);
+	b = tenant_resolve(f.table, 20000, 1000 * MS);
+	ck_assert_uint_ne(b, a);
+	ck_assert_str_eq(path_of(&f, b), "/gold");
+	ck_assert_uint_eq(tenant_weight(f.table, b), 800);
+	ck_assert_uint_eq(misses(&f), m + 1);
+
+	/* a second pid in /a shares the tenant */
+	set_cgroup(&f, 20001, "0::/a\n");
+	ck_assert_uint_eq(tenant_resolve(f.table, 20001, 1000 * MS), a);
+	tenant_table_get_stats(f.table, &st);
+	ck_assert_uint_eq(st.live_tenants, 3);
+	ck_assert_uint_eq(st.invisible, 1);
+	fixture_close(&f);
+}
+END_TEST
+
+START_TEST(table_pid_reuse_guard)
+{
+	struct fixture f;
+	struct tenant_stats st;
+	uint32_t a, b;
+	uint64_t m;
+
+	fixture_open(&f, "", 0, 0);
+	set_cgroup(&f, 20000, "0::/a\n");
+	a = tenant_resolve(f.table, 20000, 0);	/* cursor 1000: 19000 to go */
+
+	/* the cursor moved 4000 pids: 20000 cannot have come round yet */
+	set_cursor(&f, 5000);
+	m = misses(&f);
+	ck_assert_uint_eq(tenant_resolve(f.table, 20000, 30 * MS), a);
+	ck_assert_uint_eq(misses(&f), m);
+
+	/* the cursor nearly reached 20000: a new thread 20000 may exist */
+	set_cgroup(&f, 20000, "0::/b\n");
+	set_cursor(&f, 19990);
+	ck_assert_uint_eq(tenant_resolve(f.table, 20000, 40 * MS), a);	/* sample fresh: 10 ms */
+	b = tenant_resolve(f.table, 20000, 60 * MS);
+	ck_assert_str_eq(path_of(&f, b), "/b");
+	tenant_table_get_stats(f.table, &st);
+	ck_assert_uint_eq(st.pid_reuse_guarded, 1);
+
+	/* while the cursor sits just behind 20000 nothing is trusted; once it
+	 * has passed, the entry is good for a whole lap again, across the
+	 * wrap from 32767 to 300 */
+	set_cursor(&f, 32000);
+	ck_assert_uint_eq(tenant_resolve(f.table, 20000, 100 * MS), b);
+	tenant_table_get_stats(f.table, &st);
+	ck_assert_uint_eq(st.pid_reuse_guarded, 2);
+	set_cursor(&f, 400);
+	m = misses(&f);
+	ck_assert_uint_eq(tenant_resolve(f.table, 20000, 130 * MS), b);
+	ck_assert_uint_eq(misses(&f), m);
+	/* ... and refused when the cursor passes it again */
+	set_cursor(&f, 19500);
+	m = misses(&f);
+	ck_assert_uint_eq(tenant_resolve(f.table, 20000, 160 * MS), b);
+	ck_assert_uint_eq(misses(&f), m + 1);
+	fixture_close(&f);
+}
+END_TEST
+
+START_TEST(table_apply_config)
+{
+	struct fixture f;
+	struct config *cfg;
+	uint32_t a, v2_id, blk_id;
+	uint64_t epoch;
+
+	fixture_open(&f, "", 0, 0);
+	set_cgroup(&f, 20000, "0::/a\n");
+	set_cgroup(&f, 20002, "7:blkio:/blk\n0::/v2x\n");
+	a = tenant_resolve(f.table, 20000, 0);
+	v2_id = tenant_resolve(f.table, 20002, 0);
+	ck_assert_str_eq(path_of(&f, v2_id), "/v2x");
+	epoch = tenant_table_weights_epoch(f.table);
+
+	cfg = config_from("[tenants]\nhierarchy = blkio\n"
+			  "[group \"/a\"]\nweight = 50\n");
+	ck_assert_int_eq(tenant_table_apply_config(f.table, cfg), 0);
+	config_free(cfg);
+	ck_assert_uint_eq(tenant_weight(f.table, a), 50);
+	ck_assert_uint_gt(tenant_table_weights_epoch(f.table), epoch);
+	/* within the TTL, but the hierarchy changed: re-keyed at once */
+	blk_id = tenant_resolve(f.table, 20002, 1 * MS);
+	ck_assert_str_eq(path_of(&f, blk_id), "/blk");
+
+	/* same config again: no weight changed, no new epoch */
+	epoch = tenant_table_weights_epoch(f.table);
+	cfg = config_from("[tenants]\nhierarchy = blkio\n"
+			  "[group \"/a\"]\nweight = 50\n");
+	ck_assert_int_eq(tenant_table_apply_config(f.table, cfg), 0);
+	config_free(cfg);
+	ck_assert_uint_eq(tenant_table_weights_epoch(f.table), epoch);
+	fixture_close(&f);
+}
+END_TEST
+
+START_TEST(table_retire_and_holds)
+{
+	struct fixture f;
+	uint32_t ids[8], a, kept;
+	uint64_t t = 0;
+
+	fixture_open(&f, "[tenants]\nretire_idle_ms = 1000\n", 0, 0);
+	set_cgroup(&f, 20000, "0::/a\n");	/* /a has no directory: gone */
+	set_cgroup(&f, 20001, "0::/kept\n");
+	fake_tree_write(f.cg, "v2/kept/cgroup.procs", "");
+	a = tenant_resolve(f.table, 20000, t);
+	kept = tenant_resolve(f.table, 20001, t);
+
+	ck_assert_uint_eq(tenant_table_retire(f.table, 500 * MS, ids, 8), 0);
+	tenant_hold(f.table, a);
+	ck_assert_uint_eq(tenant_table_retire(f.table, 2000 * MS, ids, 8), 0);
+	ck_assert_uint_eq(tenant_table_retire(f.table, 2100 * MS, ids, 8), 0);
+	ck_assert_str_eq(path_of(&f, a), "/a");
+	tenant_release(f.table, a);
+
+	/* phase one, then use revives it */
+	ck_assert_uint_eq(tenant_table_retire(f.table, 2200 * MS, ids, 8), 0);
+	ck_assert_uint_eq(tenant_resolve(f.table, 20000, 2300 * MS), a);
+	ck_assert_uint_eq(tenant_table_retire(f.table, 2400 * MS, ids, 8), 0);
+	ck_assert_str_eq(path_of(&f, a), "/a");
+
+	/* idle again: phase one, phase two frees it */
+	ck_assert_uint_eq(tenant_table_retire(f.table, 4000 * MS, ids, 8), 0);
+	ck_assert_uint_eq(tenant_table_retire(f.table, 4100 * MS, ids, 8), 1);
+	ck_assert_uint_eq(ids[0], a);
+	ck_assert_str_eq(path_of(&f, a), "(none)");
+	ck_assert_uint_eq(tenant_weight(f.table, a), 0);
+	ck_assert_str_eq(path_of(&f, kept), "/kept");	/* directory exists */
+
+	/* the cached pid no longer hits the retired id */
+	set_cgroup(&f, 20000, "0::/c\n");
+	ck_assert_str_eq(path_of(&f, tenant_resolve(f.table, 20000, 4200 * MS)), "/c");
+	fixture_close(&f);
+}
+END_TEST
+
+START_TEST(table_full_and_small_cache)
+{
+	struct fixture f;
+	struct tenant_stats st;
+	char text[64];
+
+	fixture_open(&f, "[tenants]\ncache_ttl_ms = 0\n", 3, 1);
+	set_cgroup(&f, 20000, "0::/a\n");
+	set_cgroup(&f, 20001, "0::/b\n");
+	set_cgroup(&f, 20002, "0::/c\n");
+	ck_assert_uint_ne(tenant_resolve(f.table, 20000, 0), 0);
+	ck_assert_uint_ne(tenant_resolve(f.table, 20001, 0), 0);
+	ck_assert_uint_eq(tenant_resolve(f.table, 20002, 0), TENANT_ID_DEFAULT);
+	tenant_table_get_stats(f.table, &st);
+	ck_assert_uint_eq(st.table_full, 1);
+	/* TTL 0: every call goes to /proc */
+	uint64_t m = misses(&f);
+	tenant_resolve(f.table, 20000, 0);
+	tenant_resolve(f.table, 20000, 0);
+	ck_assert_uint_eq(misses(&f), m + 2);
+	fixture_close(&f);
+
+	/* 64 slots, 500 pids in 2 cgroups: evictions never give wrong ids */
+	fixture_open(&f, "", 0, 64);
+	for (int pid = 20000; pid < 20500; pid++) {
+		snprintf(text, sizeof(text), "0::/g%d\n", pid % 2);
+		set_cgroup(&f, pid, text);
+	}
+	for (int round = 0; round < 3; round++)
+		for (int pid = 20000; pid < 20500; pid++) {
+			char want[8];
+
+			snprintf(want, sizeof(want), "/g%d", pid % 2);
+			ck_assert_str_eq(path_of(&f, tenant_resolve(f.table, pid,
+								  (uint64_t)round * MS)),
+					 want);
+		}
+	fixture_close(&f);
+}
+END_TEST
+
+struct race_arg {
+	struct fixture *f;
+	uint32_t even, odd;
+	int bad;
+};
+
+static void *race_worker(void *p)
+{
+	struct race_arg *r = p;
+
+	for (uint64_t i = 0; i < 200000; i++) {
+		int pid = 20000 + (int)(i % 16);
+		uint32_t id = tenant_resolve(r->f->table, pid, i * 1000);
+
+		if (id != (pid % 2 ? r->odd : r->even))
+			r->bad++;
+	}
+	return NULL;
+}
+
+START_TEST(table_concurrent_hits)
+{
+	struct fixture f;
+	struct race_arg args[4];
+	pthread_t th[4];
+	char text[32];
+
+	fixture_open(&f, "[tenants]\ncache_ttl_ms = 1\n", 0, 64);
+	for (int pid = 20000; pid < 20016; pid++) {
+		snprintf(text, sizeof(text), "0::/g%d\n", pid % 2);
+		set_cgroup(&f, pid, text);
+	}
+	for (int i = 0; i < 4; i++) {
+		args[i] = (struct race_arg){ &f, tenant_resolve(f.table, 20000, 0),
+					     tenant_resolve(f.table, 20001, 0), 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, race_worker, &args[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(args[i].bad, 0);
+	}
+	fixture_close(&f);
+}
+END_TEST
+
+static Suite *tenant_suite(void)
+{
+	Suite *s = suite_create("tenant");
+	TCase *pure = tcase_create("pure");
+	TCase *table = tcase_create("table");
+
+	tcase_add_test(pure, proc_cgroup_fixtures);
+	tcase_add_test(pure, proc_cgroup_edge_cases);
+	tcase_add_test(pure, mountinfo_fixtures);
+	tcase_add_test(pure, glob_rules_first_match_wins);
+	tcase_add_test(pure, weight_file_formats);
+	tcase_add_test(pure, weight_resolution_order);
+	tcase_add_test(table, table_ttl_and_move);
+	tcase_add_test(table, table_pid_reuse_guard);
+	tcase_add_test(table, table_apply_config);
+	tcase_add_test(table, table_retire_and_holds);
+	tcase_add_test(table, table_full_and_small_cache);
+	tcase_add_test(table, table_concurrent_hits);
+	tcase_set_timeout(table, 60);
+	suite_add_tcase(s, pure);
+	suite_add_tcase(s, table);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(tenant_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
