@@ -1,8 +1,9 @@
 /* The mount daemon: preflight checks, FUSE session, serving loop, shutdown. */
 #include "fusesched/config.h"
 #include "fusesched/daemon.h"
-#include "fusesched/datapath.h"
+#include "fusesched/engine.h"
 #include "fusesched/fs.h"
+#include "fusesched/tenant.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -215,6 +216,19 @@ static struct config *load_config(const struct daemon_options *o)
 	return cfg;
 }
 
+/* The [scheduler] section, in the scheduler's own terms. */
+static void engine_params_from_config(const struct config *cfg, struct engine_params *ep)
+{
+	engine_params_default(ep);
+	const struct config_scheduler *c = &cfg->scheduler;
+	ep->sched.policy = c->policy == CONFIG_POLICY_FIFO ? SCHED_POLICY_FIFO : SCHED_POLICY_BFQ;
+	ep->sched.max_inflight = c->max_inflight;
+	ep->sched.default_weight = c->default_weight;
+	ep->sched.budget_timeout_ns = (uint64_t)c->budget_timeout_ms * 1000000u;
+	ep->sched.idle_enable = c->idle_mode != CONFIG_IDLE_OFF;
+	ep->sched.idle_fixed_ns = c->idle_mode == CONFIG_IDLE_FIXED ? (uint64_t)c->idle_us * 1000u : 0;
+}
+
 int daemon_run(const struct daemon_options *o)
 {
 	int status = preflight(o);
@@ -233,19 +247,20 @@ int daemon_run(const struct daemon_options *o)
 	fo.backing_path = o->backing_path;
 	fo.allow_devices = o->allow_devices;
 
-	struct datapath *dp = datapath_sync_new();
-	struct fs *fs = NULL;
 	char err[512];
-	if (!dp) {
-		fprintf(stderr, "fusesched: out of memory\n");
-		config_free(cfg);
-		return 1;
-	}
-	if (fs_new(&fo, dp, &fs, err, sizeof(err)) < 0) {
+	struct engine_params ep;
+	engine_params_from_config(cfg, &ep);
+	struct tenant_table *tenants = NULL;
+	struct engine *engine = NULL;
+	struct fs *fs = NULL;
+	struct fuse_session *se = NULL;
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	status = 2;
+	if (tenant_table_new(&(struct tenant_table_params){0}, cfg, &tenants, err, sizeof(err)) < 0 ||
+	    engine_new(&ep, tenants, &engine, err, sizeof(err)) < 0 ||
+	    fs_new(&fo, engine_datapath(engine), &fs, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fusesched: %s\n", err);
-		dp->destroy(dp);
-		config_free(cfg);
-		return 2;
+		goto out_fs;
 	}
 
 	char real_backing[PATH_MAX];
@@ -261,11 +276,10 @@ int daemon_run(const struct daemon_options *o)
 		 o->allow_suid ? "suid" : "nosuid", o->allow_devices ? "dev" : "nodev", real_backing,
 		 o->fuse_opts[0] ? "," : "", o->fuse_opts);
 	char *argv[] = {"fusesched", "-o", opts, o->debug ? "-d" : NULL, NULL};
-	struct fuse_args args = FUSE_ARGS_INIT(o->debug ? 4 : 3, argv);
+	args = (struct fuse_args)FUSE_ARGS_INIT(o->debug ? 4 : 3, argv);
 
 	status = 1;
-	struct fuse_session *se = fuse_session_new(&args, fs_lowlevel_ops(),
-						   sizeof(struct fuse_lowlevel_ops), fs);
+	se = fuse_session_new(&args, fs_lowlevel_ops(), sizeof(struct fuse_lowlevel_ops), fs);
 	if (!se) {
 		fprintf(stderr, "fusesched: invalid mount options '%s'\n", opts);
 		status = 2;
@@ -280,6 +294,11 @@ int daemon_run(const struct daemon_options *o)
 	}
 	if (fuse_daemonize(o->foreground) != 0)
 		goto out_unmount;
+	/* After daemonizing: the reactor thread must live in the daemon process. */
+	if (engine_start(engine) < 0) {
+		fprintf(stderr, "fusesched: cannot start the io_uring engine thread\n");
+		goto out_unmount;
+	}
 
 	struct fuse_loop_config *loop = fuse_loop_cfg_create();
 	if (!loop)
@@ -290,6 +309,8 @@ int daemon_run(const struct daemon_options *o)
 	/* A positive result is the signal that ended the loop: a clean stop. */
 	status = fuse_session_loop_mt(se, loop) < 0 ? 1 : 0;
 	fuse_loop_cfg_destroy(loop);
+	/* Every request the kernel handed over is answered before the mount goes. */
+	engine_stop(engine);
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:
@@ -299,7 +320,8 @@ out_session:
 out_fs:
 	fuse_opt_free_args(&args);
 	fs_free(fs);
-	dp->destroy(dp);
+	engine_free(engine);
+	tenant_table_free(tenants);
 	config_free(cfg);
 	return status;
 }

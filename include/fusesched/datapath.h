@@ -3,9 +3,9 @@
  *
  * fs/ turns READ, WRITE, FSYNC, FDATASYNC, FALLOCATE and COPY_FILE_RANGE into
  * a struct datapath_req and hands it to a datapath. The datapath owns the
- * request from then on and replies to FUSE exactly once. The synchronous
- * datapath serves it in the calling worker thread; the io_uring engine queues
- * it per tenant, lets the scheduler choose, and replies from completions.
+ * request from then on and replies to FUSE exactly once. The io_uring engine
+ * (engine.h) is the datapath: it queues each request per tenant, lets the
+ * scheduler choose, and replies from completions.
  */
 #ifndef FUSESCHED_DATAPATH_H
 #define FUSESCHED_DATAPATH_H
@@ -29,8 +29,10 @@ enum datapath_op {
 struct datapath_file {
 	int fd;
 	bool direct;               /* O_DIRECT backing: buffers must be aligned */
-	pid_t opener_pid;          /* who opened it: pid-0 requests are charged here */
+	bool sync_writes;          /* O_SYNC/O_DSYNC: each write is waited on like a journal's */
+	pid_t opener_pid;          /* who opened it */
 	uid_t opener_uid;
+	uint32_t opener_tenant;    /* set by the datapath: pid-0 requests are charged here */
 };
 
 struct datapath_req {
@@ -54,10 +56,9 @@ struct datapath_req {
 struct datapath {
 	/* Takes the request; replies to r->req exactly once, now or later. */
 	void (*submit)(struct datapath *self, const struct datapath_req *r);
-	void (*destroy)(struct datapath *self);
+	/* A file was opened (before the reply) or released (after its last request). */
+	void (*file_opened)(struct datapath *self, struct datapath_file *f);
+	void (*file_released)(struct datapath *self, struct datapath_file *f);
 };
-
-/* Serves each request in the calling thread with plain syscalls. */
-struct datapath *datapath_sync_new(void);
 
 #endif

@@ -25,12 +25,21 @@ static struct fs_file *file_new(int fd, int flags, bool direct, fuse_req_t req)
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	f->data.fd = fd;
 	f->data.direct = direct;
+	f->data.sync_writes = (flags & O_DSYNC) != 0; /* O_SYNC includes the O_DSYNC bit */
 	f->data.opener_pid = ctx->pid;
 	f->data.opener_uid = ctx->uid;
 	struct stat st;
 	if ((flags & O_ACCMODE) != O_RDONLY && fstat(fd, &st) == 0)
 		atomic_init(&f->check_privs, mode_has_privs(st.st_mode));
 	return f;
+}
+
+/* The kernel sends RELEASE only after the file's last request was answered. */
+static void file_free(struct datapath *dp, struct fs_file *f)
+{
+	dp->file_released(dp, &f->data);
+	close(f->data.fd);
+	free(f);
 }
 
 /*
@@ -57,12 +66,12 @@ static void reply_open(fuse_req_t req, struct fuse_file_info *fi, int fd, int fl
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	struct datapath *dp = fs_of(req)->datapath;
+	dp->file_opened(dp, &f->data);
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = direct;
-	if (fuse_reply_open(req, fi) < 0) {
-		close(fd);
-		free(f);
-	}
+	if (fuse_reply_open(req, fi) < 0)
+		file_free(dp, f);
 }
 
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -120,21 +129,19 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	fs->datapath->file_opened(fs->datapath, &f->data);
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = (flags & O_DIRECT) != 0;
 	if (fuse_reply_create(req, &e, fi) < 0) {
 		inode_table_forget(fs->inodes, e.ino, 1);
-		close(fd);
-		free(f);
+		file_free(fs->datapath, f);
 	}
 }
 
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	struct fs_file *f = fs_file_of(fi);
-	close(f->data.fd);
-	free(f);
+	file_free(fs_of(req)->datapath, fs_file_of(fi));
 	fuse_reply_err(req, 0);
 }
 

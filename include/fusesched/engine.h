@@ -1,0 +1,57 @@
+/*
+ * The io_uring engine: the scheduled datapath.
+ *
+ * FUSE worker threads hand data requests over through a lock-free stack and
+ * an eventfd and return at once. One reactor thread owns the ring and the
+ * scheduler: it enqueues each request in its tenant's queue, submits what
+ * the scheduler dispatches, and replies to FUSE from the completions
+ * (exactly one reply per request, always from the reactor thread). The
+ * scheduler's idle timer and budget timeout are waited on with the ring.
+ */
+#ifndef FUSESCHED_ENGINE_H
+#define FUSESCHED_ENGINE_H
+
+#include "fusesched/datapath.h"
+#include "fusesched/sched.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tenant_table;
+
+struct engine_params {
+	struct sched_params sched;
+	uint32_t ring_entries;          /* 0: derived from sched.max_inflight */
+	uint64_t retire_check_ns;       /* how often idle tenants are retired: 1 s */
+};
+
+void engine_params_default(struct engine_params *p);
+
+struct engine;
+
+/*
+ * The tenant table is borrowed and must outlive the engine. Returns 0 or
+ * -errno with a message naming the problem (io_uring unavailable, ...).
+ */
+int engine_new(const struct engine_params *p, struct tenant_table *tenants,
+	       struct engine **out, char *err, size_t err_bytes);
+
+/* Starts the reactor thread. */
+int engine_start(struct engine *e);
+
+/*
+ * Stops taking requests, serves and replies to everything queued or in
+ * flight, and joins the reactor. Call after the FUSE loop returned and
+ * before unmounting, so every acknowledged request really completed.
+ */
+void engine_stop(struct engine *e);
+
+void engine_free(struct engine *e);
+
+/* The datapath fs/ submits to. Valid while the engine lives. */
+struct datapath *engine_datapath(struct engine *e);
+
+/* Requests completed so far (tests and stats). */
+uint64_t engine_completed(const struct engine *e);
+
+#endif

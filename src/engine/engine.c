@@ -1,0 +1,519 @@
+/* The io_uring engine: one reactor thread owning the ring and the scheduler. */
+#include "fusesched/engine.h"
+#include "fusesched/tenant.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUFFER_ALIGN_BYTES 4096u
+#define WAKE_TAG 0u                /* user_data of the eventfd read */
+#define RETIRE_BATCH 64u
+
+struct engine_req {
+	struct sched_req sched;    /* first: the scheduler hands this back */
+	struct engine_req *next;   /* handoff stack link */
+	fuse_req_t req;
+	enum datapath_op op;
+	struct datapath_file *file;
+	struct datapath_file *file_out;
+	uint64_t offset_bytes;
+	uint64_t size_bytes;
+	uint64_t done_bytes;       /* short transfers resume from here */
+	uint64_t offset_out_bytes;
+	unsigned int copy_flags;
+	int fallocate_mode;
+	uint32_t tenant;
+	void *buf;
+};
+
+struct engine {
+	struct datapath dp;        /* first: fs/ holds a pointer to it */
+	struct engine_params params;
+	struct tenant_table *tenants;
+	struct sched *sched;
+	struct io_uring ring;
+	int wake_fd;
+	uint64_t wake_value;
+	_Atomic(struct engine_req *) handoff;
+	atomic_bool stopping;
+	atomic_uint_fast64_t completed;
+	pthread_t thread;
+	bool started;
+	/* Reactor-only state. */
+	struct sched_queue **queues;   /* by tenant id */
+	uint32_t *queue_weights;
+	uint32_t queue_slots;
+	uint64_t weights_epoch;
+	uint64_t next_retire_ns;
+	uint32_t ring_inflight;        /* request SQEs not yet completed */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void engine_params_default(struct engine_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	sched_params_default(&p->sched);
+	p->retire_check_ns = 1000000000u;
+}
+
+/* ---- worker side ------------------------------------------------------ */
+
+static enum sched_op sched_op_of(enum datapath_op op)
+{
+	switch (op) {
+	case DATAPATH_READ:
+		return SCHED_OP_READ;
+	case DATAPATH_WRITE:
+		return SCHED_OP_WRITE;
+	case DATAPATH_FSYNC:
+		return SCHED_OP_FSYNC;
+	case DATAPATH_FDATASYNC:
+		return SCHED_OP_FDATASYNC;
+	case DATAPATH_FALLOCATE:
+	case DATAPATH_COPY_RANGE:
+		break;
+	}
+	return SCHED_OP_OTHER;
+}
+
+static void wake_reactor(struct engine *e)
+{
+	uint64_t one = 1;
+	/* A full counter already means "wake up": nothing is lost. */
+	if (write(e->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		fprintf(stderr, "fusesched: engine wakeup failed: %s\n", strerror(errno));
+}
+
+/*
+ * Requests from pid 0 (writeback, mmap) or from pids the daemon cannot see
+ * are charged to whoever opened the file.
+ */
+static uint32_t tenant_of(struct engine *e, const struct datapath_req *r)
+{
+	if (r->pid == 0)
+		return r->file->opener_tenant;
+	uint32_t id = tenant_resolve(e->tenants, r->pid, now_ns());
+	return id == TENANT_ID_DEFAULT ? r->file->opener_tenant : id;
+}
+
+static void engine_submit(struct datapath *dp, const struct datapath_req *r)
+{
+	struct engine *e = (struct engine *)dp;
+	struct engine_req *er = calloc(1, sizeof(*er));
+	if (!er) {
+		fuse_reply_err(r->req, ENOMEM);
+		return;
+	}
+	er->req = r->req;
+	er->op = r->op;
+	er->file = r->file;
+	er->file_out = r->file_out;
+	er->offset_bytes = r->offset_bytes;
+	er->size_bytes = r->size_bytes;
+	er->offset_out_bytes = r->offset_out_bytes;
+	er->copy_flags = r->copy_flags;
+	er->fallocate_mode = r->fallocate_mode;
+	er->tenant = tenant_of(e, r);
+	if (r->op == DATAPATH_READ || r->op == DATAPATH_WRITE) {
+		/* Aligned for O_DIRECT backing files; the payload is copied before we return. */
+		size_t bytes = r->size_bytes ? r->size_bytes : 1;
+		bytes = (bytes + BUFFER_ALIGN_BYTES - 1) & ~(size_t)(BUFFER_ALIGN_BYTES - 1);
+		if (posix_memalign(&er->buf, BUFFER_ALIGN_BYTES, bytes)) {
+			free(er);
+			fuse_reply_err(r->req, ENOMEM);
+			return;
+		}
+		if (r->op == DATAPATH_WRITE)
+			memcpy(er->buf, r->write_data, r->size_bytes);
+	}
+	er->sched.op = sched_op_of(r->op);
+	er->sched.bytes = r->size_bytes;
+	er->sched.offset = r->offset_bytes;
+	er->sched.sync = r->op != DATAPATH_WRITE || r->file->sync_writes || r->file->direct;
+	if (r->op == DATAPATH_WRITE && r->pid == 0)
+		er->sched.sync = false; /* writeback: nobody waits on it directly */
+
+	struct engine_req *head = atomic_load_explicit(&e->handoff, memory_order_relaxed);
+	do
+		er->next = head;
+	while (!atomic_compare_exchange_weak_explicit(&e->handoff, &head, er, memory_order_release,
+						      memory_order_relaxed));
+	/* Only the push onto an empty stack wakes the reactor; later pushes ride along. */
+	if (!head)
+		wake_reactor(e);
+}
+
+static void engine_file_opened(struct datapath *dp, struct datapath_file *f)
+{
+	struct engine *e = (struct engine *)dp;
+	f->opener_tenant = tenant_resolve(e->tenants, f->opener_pid, now_ns());
+	tenant_hold(e->tenants, f->opener_tenant);
+}
+
+static void engine_file_released(struct datapath *dp, struct datapath_file *f)
+{
+	struct engine *e = (struct engine *)dp;
+	tenant_release(e->tenants, f->opener_tenant);
+}
+
+/* ---- reactor side ----------------------------------------------------- */
+
+static struct io_uring_sqe *get_sqe(struct engine *e)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&e->ring);
+	if (!sqe) {
+		io_uring_submit(&e->ring);
+		sqe = io_uring_get_sqe(&e->ring);
+	}
+	return sqe;
+}
+
+static void arm_wake_read(struct engine *e)
+{
+	struct io_uring_sqe *sqe = get_sqe(e);
+	io_uring_prep_read(sqe, e->wake_fd, &e->wake_value, sizeof(e->wake_value), 0);
+	io_uring_sqe_set_data64(sqe, WAKE_TAG);
+}
+
+static struct sched_queue *queue_of(struct engine *e, uint32_t tenant)
+{
+	if (tenant >= e->queue_slots) {
+		uint32_t slots = e->queue_slots ? e->queue_slots : 64;
+		while (slots <= tenant)
+			slots *= 2;
+		struct sched_queue **q = realloc(e->queues, slots * sizeof(*q));
+		uint32_t *w = q ? realloc(e->queue_weights, slots * sizeof(*w)) : NULL;
+		if (q)
+			e->queues = q;
+		if (!q || !w)
+			return NULL;
+		e->queue_weights = w;
+		memset(q + e->queue_slots, 0, (slots - e->queue_slots) * sizeof(*q));
+		memset(w + e->queue_slots, 0, (slots - e->queue_slots) * sizeof(*w));
+		e->queue_slots = slots;
+	}
+	if (!e->queues[tenant]) {
+		uint32_t weight = tenant_weight(e->tenants, tenant);
+		if (sched_queue_get(e->sched, tenant, weight, &e->queues[tenant]) < 0)
+			return NULL;
+		e->queue_weights[tenant] = weight;
+	}
+	return e->queues[tenant];
+}
+
+static void finish(struct engine *e, struct engine_req *er, uint64_t now)
+{
+	sched_complete(e->sched, &er->sched, now);
+	free(er->buf);
+	free(er);
+	atomic_fetch_add_explicit(&e->completed, 1, memory_order_relaxed);
+}
+
+static void reply_and_finish(struct engine *e, struct engine_req *er, int res, uint64_t now)
+{
+	switch (er->op) {
+	case DATAPATH_READ:
+		if (res < 0 && er->done_bytes == 0)
+			fuse_reply_err(er->req, -res);
+		else
+			fuse_reply_buf(er->req, er->buf, er->done_bytes);
+		break;
+	case DATAPATH_WRITE:
+	case DATAPATH_COPY_RANGE:
+		/* Acknowledge exactly what reached the backing file. */
+		if (res < 0 && er->done_bytes == 0)
+			fuse_reply_err(er->req, -res);
+		else
+			fuse_reply_write(er->req, er->done_bytes);
+		break;
+	default:
+		fuse_reply_err(er->req, res < 0 ? -res : 0);
+		break;
+	}
+	finish(e, er, now);
+}
+
+/*
+ * copy_file_range has no io_uring opcode: it runs here, in the reactor,
+ * once the scheduler let it through, so it is still charged and ordered.
+ */
+static void run_copy_range(struct engine *e, struct engine_req *er, uint64_t now)
+{
+	loff_t in = (loff_t)er->offset_bytes, out = (loff_t)er->offset_out_bytes;
+	ssize_t n = copy_file_range(er->file->fd, &in, er->file_out->fd, &out, er->size_bytes,
+				    er->copy_flags);
+	if (n > 0)
+		er->done_bytes = (uint64_t)n;
+	reply_and_finish(e, er, n < 0 ? -errno : 0, now);
+}
+
+static void issue(struct engine *e, struct engine_req *er, uint64_t now)
+{
+	if (er->op == DATAPATH_COPY_RANGE) {
+		run_copy_range(e, er, now);
+		return;
+	}
+	struct io_uring_sqe *sqe = get_sqe(e);
+	uint64_t off = er->offset_bytes + er->done_bytes;
+	unsigned int left = (unsigned int)(er->size_bytes - er->done_bytes);
+	char *buf = (char *)er->buf + er->done_bytes;
+	switch (er->op) {
+	case DATAPATH_READ:
+		io_uring_prep_read(sqe, er->file->fd, buf, left, off);
+		break;
+	case DATAPATH_WRITE:
+		io_uring_prep_write(sqe, er->file->fd, buf, left, off);
+		break;
+	case DATAPATH_FSYNC:
+		io_uring_prep_fsync(sqe, er->file->fd, 0);
+		break;
+	case DATAPATH_FDATASYNC:
+		io_uring_prep_fsync(sqe, er->file->fd, IORING_FSYNC_DATASYNC);
+		break;
+	case DATAPATH_FALLOCATE:
+		io_uring_prep_fallocate(sqe, er->file->fd, er->fallocate_mode, er->offset_bytes,
+					er->size_bytes);
+		break;
+	case DATAPATH_COPY_RANGE:
+		break;
+	}
+	io_uring_sqe_set_data(sqe, er);
+	e->ring_inflight++;
+}
+
+static void on_completion(struct engine *e, struct engine_req *er, int res, uint64_t now)
+{
+	e->ring_inflight--;
+	if (res == -EINTR || res == -EAGAIN) {
+		issue(e, er, now);
+		return;
+	}
+	bool transfer = er->op == DATAPATH_READ || er->op == DATAPATH_WRITE;
+	if (transfer && res > 0) {
+		er->done_bytes += (uint64_t)res;
+		/* A short transfer continues where it stopped; a direct one could not (alignment). */
+		if (er->done_bytes < er->size_bytes && !er->file->direct) {
+			issue(e, er, now);
+			return;
+		}
+		res = 0;
+	}
+	if (transfer && res == 0 && er->op == DATAPATH_WRITE && er->done_bytes == 0 &&
+	    er->size_bytes > 0)
+		res = -EIO; /* a write that makes no progress would loop forever */
+	reply_and_finish(e, er, res, now);
+}
+
+static void take_handoff(struct engine *e, uint64_t now)
+{
+	struct engine_req *stack = atomic_exchange_explicit(&e->handoff, NULL, memory_order_acquire);
+	/* The stack is newest first: reverse it to keep arrival order. */
+	struct engine_req *fifo = NULL;
+	while (stack) {
+		struct engine_req *next = stack->next;
+		stack->next = fifo;
+		fifo = stack;
+		stack = next;
+	}
+	while (fifo) {
+		struct engine_req *er = fifo;
+		fifo = er->next;
+		er->sched.queue = queue_of(e, er->tenant);
+		if (!er->sched.queue) {
+			fuse_reply_err(er->req, ENOMEM);
+			free(er->buf);
+			free(er);
+			continue;
+		}
+		sched_enqueue(e->sched, &er->sched, now);
+	}
+}
+
+/* Weights changed by a reload reach the scheduler without losing queue places. */
+static void sync_weights(struct engine *e)
+{
+	uint64_t epoch = tenant_table_weights_epoch(e->tenants);
+	if (epoch == e->weights_epoch)
+		return;
+	e->weights_epoch = epoch;
+	for (uint32_t id = 0; id < e->queue_slots; id++) {
+		if (!e->queues[id])
+			continue;
+		uint32_t w = tenant_weight(e->tenants, id);
+		if (w && w != e->queue_weights[id] && sched_queue_set_weight(e->sched, e->queues[id], w) == 0)
+			e->queue_weights[id] = w;
+	}
+}
+
+static void retire_tenants(struct engine *e, uint64_t now)
+{
+	if (now < e->next_retire_ns)
+		return;
+	e->next_retire_ns = now + e->params.retire_check_ns;
+	uint32_t ids[RETIRE_BATCH];
+	size_t n = tenant_table_retire(e->tenants, now, ids, RETIRE_BATCH);
+	for (size_t i = 0; i < n; i++) {
+		if (ids[i] < e->queue_slots && e->queues[ids[i]]) {
+			sched_queue_remove(e->sched, e->queues[ids[i]]);
+			e->queues[ids[i]] = NULL;
+		}
+	}
+}
+
+static bool drained(struct engine *e)
+{
+	return atomic_load(&e->handoff) == NULL && sched_pending(e->sched) == 0 &&
+	       sched_inflight(e->sched) == 0 && e->ring_inflight == 0;
+}
+
+static void wait_for_events(struct engine *e, uint64_t now)
+{
+	uint64_t deadline = sched_next_deadline(e->sched);
+	uint64_t retire_at = e->next_retire_ns;
+	if (retire_at < deadline)
+		deadline = retire_at;
+	struct io_uring_cqe *cqe;
+	if (deadline <= now) {
+		io_uring_submit(&e->ring);
+		return;
+	}
+	uint64_t wait_ns = deadline - now;
+	struct __kernel_timespec ts = {.tv_sec = (long long)(wait_ns / 1000000000u),
+				       .tv_nsec = (long long)(wait_ns % 1000000000u)};
+	io_uring_submit_and_wait_timeout(&e->ring, &cqe, 1, &ts, NULL);
+}
+
+static void *reactor_main(void *arg)
+{
+	struct engine *e = arg;
+	arm_wake_read(e);
+	for (;;) {
+		uint64_t now = now_ns();
+		if (sched_next_deadline(e->sched) <= now)
+			sched_timer(e->sched, now);
+		take_handoff(e, now);
+		sync_weights(e);
+		retire_tenants(e, now);
+		for (struct sched_req *sr; (sr = sched_dispatch(e->sched, now));)
+			issue(e, (struct engine_req *)sr, now);
+		if (atomic_load(&e->stopping) && drained(e))
+			break;
+		wait_for_events(e, now);
+		unsigned head, seen = 0;
+		struct io_uring_cqe *cqe;
+		now = now_ns();
+		io_uring_for_each_cqe(&e->ring, head, cqe) {
+			seen++;
+			void *data = io_uring_cqe_get_data(cqe);
+			if ((uintptr_t)data == WAKE_TAG)
+				arm_wake_read(e);
+			else
+				on_completion(e, data, cqe->res, now);
+		}
+		io_uring_cq_advance(&e->ring, seen);
+	}
+	return NULL;
+}
+
+/* ---- lifecycle -------------------------------------------------------- */
+
+int engine_new(const struct engine_params *p, struct tenant_table *tenants,
+	       struct engine **out, char *err, size_t err_bytes)
+{
+	struct engine *e = calloc(1, sizeof(*e));
+	if (!e) {
+		snprintf(err, err_bytes, "out of memory");
+		return -ENOMEM;
+	}
+	e->params = *p;
+	e->tenants = tenants;
+	e->wake_fd = -1;
+	e->dp.submit = engine_submit;
+	e->dp.file_opened = engine_file_opened;
+	e->dp.file_released = engine_file_released;
+	int r = sched_new(&p->sched, &e->sched);
+	if (r < 0) {
+		snprintf(err, err_bytes, "invalid scheduler parameters: %s", strerror(-r));
+		goto fail;
+	}
+	e->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (e->wake_fd < 0) {
+		r = -errno;
+		snprintf(err, err_bytes, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	uint32_t entries = p->ring_entries ? p->ring_entries : 2 * p->sched.max_inflight + 16;
+	r = io_uring_queue_init(entries, &e->ring, 0);
+	if (r < 0) {
+		snprintf(err, err_bytes,
+			 "io_uring is unavailable: %s (check the sysctl kernel.io_uring_disabled "
+			 "and seccomp/container policy)", strerror(-r));
+		close(e->wake_fd);
+		e->wake_fd = -1;
+		goto fail;
+	}
+	*out = e;
+	return 0;
+fail:
+	sched_free(e->sched);
+	if (e->wake_fd >= 0)
+		close(e->wake_fd);
+	free(e);
+	return r;
+}
+
+int engine_start(struct engine *e)
+{
+	int r = pthread_create(&e->thread, NULL, reactor_main, e);
+	if (r)
+		return -r;
+	e->started = true;
+	return 0;
+}
+
+void engine_stop(struct engine *e)
+{
+	if (!e->started)
+		return;
+	atomic_store(&e->stopping, true);
+	wake_reactor(e);
+	pthread_join(e->thread, NULL);
+	e->started = false;
+}
+
+void engine_free(struct engine *e)
+{
+	if (!e)
+		return;
+	engine_stop(e);
+	io_uring_queue_exit(&e->ring);
+	close(e->wake_fd);
+	sched_free(e->sched);
+	free(e->queues);
+	free(e->queue_weights);
+	free(e);
+}
+
+struct datapath *engine_datapath(struct engine *e)
+{
+	return &e->dp;
+}
+
+uint64_t engine_completed(const struct engine *e)
+{
+	return atomic_load_explicit(&((struct engine *)e)->completed, memory_order_relaxed);
+}
