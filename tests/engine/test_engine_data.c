@@ -1,0 +1,246 @@
+/* The scheduled data path through a real mount: data integrity, errors, shutdown. */
+#include "mount_helper.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define BLOCK_BYTES 4096
+#define THREADS 8
+#define BLOCKS_PER_THREAD 256
+
+/* Every block carries its own identity, so any misplaced or torn block shows. */
+static void fill_block(uint32_t *b, uint32_t file_block, uint32_t version)
+{
+	for (size_t i = 0; i < BLOCK_BYTES / 4; i++)
+		b[i] = file_block * 2654435761u ^ version * 40503u ^ (uint32_t)i;
+}
+
+static bool block_ok(const uint32_t *b, uint32_t file_block, uint32_t version)
+{
+	uint32_t want[BLOCK_BYTES / 4];
+	fill_block(want, file_block, version);
+	return memcmp(b, want, BLOCK_BYTES) == 0;
+}
+
+struct rw_arg {
+	const char *path;
+	int id;
+	int errors;
+};
+
+/* Each thread owns blocks id, id+THREADS, ...: writes them at random, reads each back. */
+static void *random_rw(void *p)
+{
+	struct rw_arg *a = p;
+	int fd = open(a->path, O_RDWR);
+	if (fd < 0) {
+		a->errors++;
+		return NULL;
+	}
+	unsigned seed = (unsigned)a->id * 7919u + 1;
+	uint32_t buf[BLOCK_BYTES / 4], back[BLOCK_BYTES / 4];
+	uint32_t versions[BLOCKS_PER_THREAD] = {0};
+	for (int n = 0; n < BLOCKS_PER_THREAD * 4; n++) {
+		int k = rand_r(&seed) % BLOCKS_PER_THREAD;
+		uint32_t file_block = (uint32_t)(k * THREADS + a->id);
+		versions[k]++;
+		fill_block(buf, file_block, versions[k]);
+		off_t off = (off_t)file_block * BLOCK_BYTES;
+		if (pwrite(fd, buf, BLOCK_BYTES, off) != BLOCK_BYTES ||
+		    pread(fd, back, BLOCK_BYTES, off) != BLOCK_BYTES ||
+		    !block_ok(back, file_block, versions[k]))
+			a->errors++;
+	}
+	close(fd);
+	return NULL;
+}
+
+START_TEST(threads_random_offsets_checksummed)
+{
+	struct test_mount m;
+	test_mount_start(&m, NULL);
+	const char *path = test_mnt_path(&m, "random");
+	int fd = open(path, O_CREAT | O_RDWR, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)THREADS * BLOCKS_PER_THREAD * BLOCK_BYTES), 0);
+	close(fd);
+	pthread_t t[THREADS];
+	struct rw_arg args[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		args[i] = (struct rw_arg){.path = path, .id = i};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, random_rw, &args[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_int_eq(args[i].errors, 0);
+	}
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+START_TEST(enospc_reaches_the_writer_and_daemon_keeps_serving)
+{
+	struct test_mount m;
+	test_mount_start(&m, NULL);
+	/* A 2 MiB tmpfs under the backing directory: the mount's own subtree runs out. */
+	ck_assert_int_eq(mkdir(test_backing_path(&m, "small"), 0777), 0);
+	ck_assert_int_eq(test_sh("mount -t tmpfs -o size=2m none '%s'", test_backing_path(&m, "small")), 0);
+	int fd = open(test_mnt_path(&m, "small/fill"), O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	static char chunk[256 * 1024];
+	memset(chunk, 'f', sizeof(chunk));
+	int err = 0;
+	size_t written = 0;
+	for (int i = 0; i < 64 && !err; i++) {
+		ssize_t n = write(fd, chunk, sizeof(chunk));
+		if (n < 0)
+			err = errno;
+		else
+			written += (size_t)n;
+	}
+	close(fd);
+	ck_assert_int_eq(err, ENOSPC);
+	ck_assert_uint_le(written, 2u << 20);
+	struct stat st;
+	ck_assert_int_eq(stat(test_backing_path(&m, "small/fill"), &st), 0);
+	ck_assert_uint_eq((uint64_t)st.st_size, written); /* what was acknowledged is there */
+	/* The daemon still serves, and space freed is usable again. */
+	ck_assert_int_eq(unlink(test_mnt_path(&m, "small/fill")), 0);
+	fd = open(test_mnt_path(&m, "small/again"), O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_eq(write(fd, chunk, 4096), 4096);
+	close(fd);
+	fd = open(test_mnt_path(&m, "elsewhere"), O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_eq(write(fd, chunk, sizeof(chunk)), (ssize_t)sizeof(chunk));
+	close(fd);
+	test_sh("umount -l '%s'", test_backing_path(&m, "small"));
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+/*
+ * Writers append numbered blocks and publish how many were acknowledged;
+ * SIGTERM arrives mid-stream. Every acknowledged block must be on the
+ * backing directory, intact.
+ */
+#define TERM_WRITERS 4
+struct ack_log {
+	atomic_uint acked[TERM_WRITERS];
+};
+
+static void term_writer(const char *path, int id, struct ack_log *log)
+{
+	int fd = open(path, O_CREAT | O_WRONLY, 0644);
+	if (fd < 0)
+		_exit(1);
+	uint32_t buf[BLOCK_BYTES / 4];
+	for (uint32_t b = 0;; b++) {
+		fill_block(buf, b, (uint32_t)id + 1);
+		if (pwrite(fd, buf, BLOCK_BYTES, (off_t)b * BLOCK_BYTES) != BLOCK_BYTES)
+			_exit(0); /* the mount went away: stop */
+		atomic_store(&log->acked[id], b + 1);
+	}
+}
+
+START_TEST(sigterm_loses_no_acknowledged_write)
+{
+	struct test_mount m;
+	test_mount_start(&m, NULL);
+	struct ack_log *log = mmap(NULL, sizeof(*log), PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(log, MAP_FAILED);
+	pid_t writers[TERM_WRITERS];
+	for (int i = 0; i < TERM_WRITERS; i++) {
+		char rel[32];
+		snprintf(rel, sizeof(rel), "w%d", i);
+		const char *path = test_mnt_path(&m, rel);
+		writers[i] = fork();
+		if (writers[i] == 0)
+			term_writer(path, i, log);
+	}
+	/* Let them get going, then stop the daemon under load. */
+	for (int spins = 0; spins < 500 && atomic_load(&log->acked[TERM_WRITERS - 1]) < 200; spins++)
+		usleep(10000);
+	ck_assert_int_eq(kill(m.daemon_pid, SIGTERM), 0);
+	int status;
+	ck_assert_int_eq(waitpid(m.daemon_pid, &status, 0), m.daemon_pid);
+	m.daemon_pid = 0;
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	for (int i = 0; i < TERM_WRITERS; i++) {
+		kill(writers[i], SIGKILL);
+		waitpid(writers[i], NULL, 0);
+	}
+	for (int i = 0; i < TERM_WRITERS; i++) {
+		char rel[32];
+		snprintf(rel, sizeof(rel), "w%d", i);
+		int fd = open(test_backing_path(&m, rel), O_RDONLY);
+		ck_assert_int_ge(fd, 0);
+		uint32_t acked = atomic_load(&log->acked[i]);
+		ck_assert_uint_gt(acked, 0);
+		uint32_t buf[BLOCK_BYTES / 4];
+		for (uint32_t b = 0; b < acked; b++) {
+			ck_assert_int_eq(pread(fd, buf, BLOCK_BYTES, (off_t)b * BLOCK_BYTES), BLOCK_BYTES);
+			ck_assert_msg(block_ok(buf, b, (uint32_t)i + 1), "writer %d block %u lost", i, b);
+		}
+		close(fd);
+	}
+	munmap(log, sizeof(*log));
+	test_mount_stop(&m);
+}
+END_TEST
+
+START_TEST(policy_fifo_serves_the_same_data)
+{
+	char conf[600];
+	snprintf(conf, sizeof(conf), "%s/fifo.conf", TEST_SCRATCH_DIR);
+	FILE *f = fopen(conf, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("[scheduler]\npolicy = fifo\n", f);
+	fclose(f);
+	const char *args[] = {"-c", conf, NULL};
+	struct test_mount m;
+	test_mount_start(&m, args);
+	const char *path = test_mnt_path(&m, "fifo");
+	int fd = open(path, O_CREAT | O_RDWR, 0644);
+	ck_assert_int_eq(ftruncate(fd, (off_t)THREADS * BLOCKS_PER_THREAD * BLOCK_BYTES), 0);
+	close(fd);
+	struct rw_arg arg = {.path = path, .id = 3};
+	random_rw(&arg);
+	ck_assert_int_eq(arg.errors, 0);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+static Suite *engine_suite(void)
+{
+	Suite *s = suite_create("engine_data");
+	TCase *tc = tcase_create("mount");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, threads_random_offsets_checksummed);
+	tcase_add_test(tc, enospc_reaches_the_writer_and_daemon_keeps_serving);
+	tcase_add_test(tc, sigterm_loses_no_acknowledged_write);
+	tcase_add_test(tc, policy_fifo_serves_the_same_data);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(engine_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
