@@ -409,6 +409,20 @@ START_TEST(load_file_errors)
 }
 END_TEST
 
+START_TEST(example_file_parses)
+{
+	struct config *cfg;
+	char err[ERR_LEN];
+
+	ck_assert_msg(config_load_file(EXAMPLE_CONF, &cfg, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(cfg->group_count, 2);
+	ck_assert_str_eq(cfg->groups[0].pattern, "/tenants/gold");
+	ck_assert_uint_eq(cfg->groups[0].weight, 800);
+	config_free(cfg);
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -428,6 +442,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, indented_key_is_not_a_continuation);
 	tcase_add_test(tc, print_round_trips);
 	tcase_add_test(tc, load_file_errors);
+	tcase_add_test(tc, example_file_parses);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,6 +1,5 @@
 /* fusesched-bench-tenant: ns per tenant_resolve() on a cache hit (one
  * thread and all CPUs) and on a miss (real /proc reads).  Not a test. */
-#define _GNU_SOURCE
 #include "fusesched/tenant.h"
 
 #include <pthread.h>

@@ -1,4 +1,3 @@
-#define _GNU_SOURCE
 #include "fake_tree.h"
 
 #include <check.h>

@@ -1,6 +1,5 @@
 /* Tenant building blocks on fixtures, and the table against a fake /proc
  * and a fake cgroup tree (time is an argument, so TTLs are exact). */
-#define _GNU_SOURCE
 #include "fusesched/tenant.h"
 
 #include <check.h>
