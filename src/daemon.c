@@ -3,6 +3,7 @@
 #include "fusesched/daemon.h"
 #include "fusesched/engine.h"
 #include "fusesched/fs.h"
+#include "fusesched/stats.h"
 #include "fusesched/tenant.h"
 
 #include <errno.h>
@@ -32,6 +33,9 @@ static int append_fuse_opt(struct daemon_options *o, const char *opt, char *err,
 	strcat(o->fuse_opts, opt);
 	return 0;
 }
+
+/* Distinct cgroups served at once; more share the default tenant. */
+#define DAEMON_MAX_TENANTS 4096u
 
 int daemon_parse_mount_opts(struct daemon_options *o, const char *opts, char *err,
 			    unsigned long err_bytes)
@@ -251,13 +255,20 @@ int daemon_run(const struct daemon_options *o)
 	struct engine_params ep;
 	engine_params_from_config(cfg, &ep);
 	struct tenant_table *tenants = NULL;
+	struct stats *stats = stats_new(DAEMON_MAX_TENANTS);
 	struct engine *engine = NULL;
 	struct fs *fs = NULL;
 	struct fuse_session *se = NULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	status = 2;
-	if (tenant_table_new(&(struct tenant_table_params){0}, cfg, &tenants, err, sizeof(err)) < 0 ||
-	    engine_new(&ep, tenants, &engine, err, sizeof(err)) < 0 ||
+	const struct tenant_table_params tp = {.max_tenants = DAEMON_MAX_TENANTS};
+	if (!stats) {
+		snprintf(err, sizeof(err), "out of memory");
+		fprintf(stderr, "fusesched: %s\n", err);
+		goto out_fs;
+	}
+	if (tenant_table_new(&tp, cfg, &tenants, err, sizeof(err)) < 0 ||
+	    engine_new(&ep, tenants, stats, &engine, err, sizeof(err)) < 0 ||
 	    fs_new(&fo, engine_datapath(engine), &fs, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fusesched: %s\n", err);
 		goto out_fs;
@@ -322,6 +333,7 @@ out_fs:
 	fs_free(fs);
 	engine_free(engine);
 	tenant_table_free(tenants);
+	stats_free(stats);
 	config_free(cfg);
 	return status;
 }

@@ -17,12 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct stats;
 struct tenant_table;
 
 struct engine_params {
 	struct sched_params sched;
 	uint32_t ring_entries;          /* 0: derived from sched.max_inflight */
 	uint64_t retire_check_ns;       /* how often idle tenants are retired: 1 s */
+	uint64_t stats_publish_ns;      /* how often the scheduler's view is published: 100 ms */
 };
 
 void engine_params_default(struct engine_params *p);
@@ -30,10 +32,11 @@ void engine_params_default(struct engine_params *p);
 struct engine;
 
 /*
- * The tenant table is borrowed and must outlive the engine. Returns 0 or
- * -errno with a message naming the problem (io_uring unavailable, ...).
+ * The tenant table and stats are borrowed and must outlive the engine; stats
+ * must cover every tenant id. Returns 0 or -errno with a message naming the
+ * problem (io_uring unavailable, ...).
  */
-int engine_new(const struct engine_params *p, struct tenant_table *tenants,
+int engine_new(const struct engine_params *p, struct tenant_table *tenants, struct stats *stats,
 	       struct engine **out, char *err, size_t err_bytes);
 
 /* Starts the reactor thread. */

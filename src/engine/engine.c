@@ -1,5 +1,6 @@
 /* The io_uring engine: one reactor thread owning the ring and the scheduler. */
 #include "fusesched/engine.h"
+#include "fusesched/stats.h"
 #include "fusesched/tenant.h"
 
 #include <errno.h>
@@ -31,6 +32,7 @@ struct engine_req {
 	unsigned int copy_flags;
 	int fallocate_mode;
 	uint32_t tenant;
+	uint64_t submit_ns;        /* handed over by FUSE: latency starts here */
 	void *buf;
 };
 
@@ -38,6 +40,7 @@ struct engine {
 	struct datapath dp;        /* first: fs/ holds a pointer to it */
 	struct engine_params params;
 	struct tenant_table *tenants;
+	struct stats *stats;
 	struct sched *sched;
 	struct io_uring ring;
 	int wake_fd;
@@ -53,6 +56,7 @@ struct engine {
 	uint32_t queue_slots;
 	uint64_t weights_epoch;
 	uint64_t next_retire_ns;
+	uint64_t next_publish_ns;
 	uint32_t ring_inflight;        /* request SQEs not yet completed */
 };
 
@@ -68,6 +72,7 @@ void engine_params_default(struct engine_params *p)
 	memset(p, 0, sizeof(*p));
 	sched_params_default(&p->sched);
 	p->retire_check_ns = 1000000000u;
+	p->stats_publish_ns = 100000000u;
 }
 
 /* ---- worker side ------------------------------------------------------ */
@@ -128,6 +133,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->copy_flags = r->copy_flags;
 	er->fallocate_mode = r->fallocate_mode;
 	er->tenant = tenant_of(e, r);
+	er->submit_ns = now_ns();
 	if (r->op == DATAPATH_READ || r->op == DATAPATH_WRITE) {
 		/* Aligned for O_DIRECT backing files; the payload is copied before we return. */
 		size_t bytes = r->size_bytes ? r->size_bytes : 1;
@@ -215,8 +221,29 @@ static struct sched_queue *queue_of(struct engine *e, uint32_t tenant)
 	return e->queues[tenant];
 }
 
-static void finish(struct engine *e, struct engine_req *er, uint64_t now)
+static enum stats_op stats_op_of(enum datapath_op op)
 {
+	switch (op) {
+	case DATAPATH_READ:
+		return STATS_OP_READ;
+	case DATAPATH_WRITE:
+		return STATS_OP_WRITE;
+	case DATAPATH_FSYNC:
+	case DATAPATH_FDATASYNC:
+		return STATS_OP_SYNC;
+	case DATAPATH_FALLOCATE:
+	case DATAPATH_COPY_RANGE:
+		break;
+	}
+	return STATS_OP_OTHER;
+}
+
+static void finish(struct engine *e, struct engine_req *er, int res, uint64_t now)
+{
+	uint64_t bytes = er->op == DATAPATH_READ || er->op == DATAPATH_WRITE ||
+				 er->op == DATAPATH_COPY_RANGE ? er->done_bytes : 0;
+	stats_record(e->stats, er->tenant, stats_op_of(er->op), bytes,
+		     now > er->submit_ns ? now - er->submit_ns : 0, res < 0 && bytes == 0);
 	sched_complete(e->sched, &er->sched, now);
 	free(er->buf);
 	free(er);
@@ -244,7 +271,7 @@ static void reply_and_finish(struct engine *e, struct engine_req *er, int res, u
 		fuse_reply_err(er->req, res < 0 ? -res : 0);
 		break;
 	}
-	finish(e, er, now);
+	finish(e, er, res, now);
 }
 
 /*
@@ -368,10 +395,29 @@ static void retire_tenants(struct engine *e, uint64_t now)
 	size_t n = tenant_table_retire(e->tenants, now, ids, RETIRE_BATCH);
 	for (size_t i = 0; i < n; i++) {
 		if (ids[i] < e->queue_slots && e->queues[ids[i]]) {
+			struct sched_queue_stats gone = {.tenant_id = ids[i]};
+			stats_publish_sched(e->stats, ids[i], &gone);
 			sched_queue_remove(e->sched, e->queues[ids[i]]);
 			e->queues[ids[i]] = NULL;
 		}
 	}
+}
+
+/* The scheduler's view of each tenant, copied out for readers on other threads. */
+static void publish_stats(struct engine *e, uint64_t now)
+{
+	if (now < e->next_publish_ns)
+		return;
+	e->next_publish_ns = now + e->params.stats_publish_ns;
+	for (uint32_t id = 0; id < e->queue_slots; id++) {
+		if (!e->queues[id])
+			continue;
+		struct sched_queue_stats q;
+		sched_queue_stats(e->queues[id], &q);
+		stats_publish_sched(e->stats, id, &q);
+	}
+	stats_publish_global(e->stats, sched_peak_rate(e->sched), sched_inflight(e->sched),
+			     e->params.sched.max_inflight);
 }
 
 static bool drained(struct engine *e)
@@ -383,9 +429,10 @@ static bool drained(struct engine *e)
 static void wait_for_events(struct engine *e, uint64_t now)
 {
 	uint64_t deadline = sched_next_deadline(e->sched);
-	uint64_t retire_at = e->next_retire_ns;
-	if (retire_at < deadline)
-		deadline = retire_at;
+	if (e->next_retire_ns < deadline)
+		deadline = e->next_retire_ns;
+	if (e->next_publish_ns < deadline)
+		deadline = e->next_publish_ns;
 	struct io_uring_cqe *cqe;
 	if (deadline <= now) {
 		io_uring_submit(&e->ring);
@@ -408,6 +455,7 @@ static void *reactor_main(void *arg)
 		take_handoff(e, now);
 		sync_weights(e);
 		retire_tenants(e, now);
+		publish_stats(e, now);
 		for (struct sched_req *sr; (sr = sched_dispatch(e->sched, now));)
 			issue(e, (struct engine_req *)sr, now);
 		if (atomic_load(&e->stopping) && drained(e))
@@ -431,7 +479,7 @@ static void *reactor_main(void *arg)
 
 /* ---- lifecycle -------------------------------------------------------- */
 
-int engine_new(const struct engine_params *p, struct tenant_table *tenants,
+int engine_new(const struct engine_params *p, struct tenant_table *tenants, struct stats *stats,
 	       struct engine **out, char *err, size_t err_bytes)
 {
 	struct engine *e = calloc(1, sizeof(*e));
@@ -441,6 +489,7 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants,
 	}
 	e->params = *p;
 	e->tenants = tenants;
+	e->stats = stats;
 	e->wake_fd = -1;
 	e->dp.submit = engine_submit;
 	e->dp.file_opened = engine_file_opened;

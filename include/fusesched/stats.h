@@ -1,0 +1,61 @@
+/*
+ * Per-tenant counters: written by the engine thread, read by anyone (the
+ * control thread serving `fusesched stat`) without stopping the engine.
+ *
+ * Plain counters are relaxed atomics. The scheduler's own view of a tenant
+ * (weight, queue depths, idling, injection, budget expirations) is copied
+ * by the engine into a seqlock-protected snapshot, so a reader sees one
+ * consistent copy of it.
+ */
+#ifndef FUSESCHED_STATS_H
+#define FUSESCHED_STATS_H
+
+#include "fusesched/sched.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum stats_op {
+	STATS_OP_READ,
+	STATS_OP_WRITE,
+	STATS_OP_SYNC,     /* fsync, fdatasync */
+	STATS_OP_OTHER,    /* fallocate, copy_file_range */
+	STATS_OP_NR,
+};
+
+/* Latency histogram: bucket i holds latencies in [2^i, 2^(i+1)) ns; bucket 0 also holds 0. */
+#define STATS_LATENCY_BUCKETS 40
+
+struct stats_tenant_snapshot {
+	bool active;                          /* ever saw a request */
+	uint64_t ops[STATS_OP_NR];
+	uint64_t bytes[STATS_OP_NR];
+	uint64_t errors;
+	uint64_t latency_buckets[STATS_LATENCY_BUCKETS];
+	uint64_t latency_max_ns;
+	struct sched_queue_stats sched;       /* as of the engine's last publish */
+};
+
+struct stats;
+
+/* max_tenants: tenant ids are below it. NULL on allocation failure. */
+struct stats *stats_new(uint32_t max_tenants);
+void stats_free(struct stats *s);
+uint32_t stats_max_tenants(const struct stats *s);
+
+/* Engine thread only. */
+void stats_record(struct stats *s, uint32_t tenant, enum stats_op op, uint64_t bytes,
+		  uint64_t latency_ns, bool failed);
+void stats_publish_sched(struct stats *s, uint32_t tenant, const struct sched_queue_stats *q);
+void stats_publish_global(struct stats *s, uint64_t peak_rate_bytes_per_s, uint32_t inflight,
+			  uint32_t max_inflight);
+
+/* Any thread. */
+void stats_read_tenant(const struct stats *s, uint32_t tenant, struct stats_tenant_snapshot *out);
+void stats_read_global(const struct stats *s, uint64_t *peak_rate_bytes_per_s, uint32_t *inflight,
+		       uint32_t *max_inflight);
+
+/* Latency at quantile q (0..1) from histogram buckets: the bucket's upper bound, in ns. */
+uint64_t stats_latency_quantile_ns(const uint64_t buckets[STATS_LATENCY_BUCKETS], double q);
+
+#endif

@@ -1,0 +1,151 @@
+/* Per-tenant counters and latency histograms, single writer, many readers. */
+#include "fusesched/stats.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct stats_tenant {
+	atomic_bool active;
+	atomic_uint_fast64_t ops[STATS_OP_NR];
+	atomic_uint_fast64_t bytes[STATS_OP_NR];
+	atomic_uint_fast64_t errors;
+	atomic_uint_fast64_t latency_buckets[STATS_LATENCY_BUCKETS];
+	atomic_uint_fast64_t latency_max_ns;
+	atomic_uint sched_seq;             /* odd while the engine writes sched */
+	struct sched_queue_stats sched;
+};
+
+struct stats {
+	uint32_t max_tenants;
+	atomic_uint_fast64_t peak_rate;
+	atomic_uint inflight;
+	atomic_uint max_inflight;
+	struct stats_tenant tenants[];
+};
+
+struct stats *stats_new(uint32_t max_tenants)
+{
+	struct stats *s = calloc(1, sizeof(*s) + (size_t)max_tenants * sizeof(s->tenants[0]));
+	if (s)
+		s->max_tenants = max_tenants;
+	return s;
+}
+
+void stats_free(struct stats *s)
+{
+	free(s);
+}
+
+uint32_t stats_max_tenants(const struct stats *s)
+{
+	return s->max_tenants;
+}
+
+static unsigned latency_bucket(uint64_t ns)
+{
+	unsigned b = ns ? 63u - (unsigned)__builtin_clzll(ns) : 0;
+	return b < STATS_LATENCY_BUCKETS ? b : STATS_LATENCY_BUCKETS - 1;
+}
+
+/* One writer: load+store is enough, and cheaper than a locked add. */
+static void bump(atomic_uint_fast64_t *c, uint64_t by)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + by,
+			      memory_order_relaxed);
+}
+
+void stats_record(struct stats *s, uint32_t tenant, enum stats_op op, uint64_t bytes,
+		  uint64_t latency_ns, bool failed)
+{
+	if (tenant >= s->max_tenants)
+		return;
+	struct stats_tenant *t = &s->tenants[tenant];
+	atomic_store_explicit(&t->active, true, memory_order_relaxed);
+	bump(&t->ops[op], 1);
+	bump(&t->bytes[op], bytes);
+	if (failed)
+		bump(&t->errors, 1);
+	bump(&t->latency_buckets[latency_bucket(latency_ns)], 1);
+	if (latency_ns > atomic_load_explicit(&t->latency_max_ns, memory_order_relaxed))
+		atomic_store_explicit(&t->latency_max_ns, latency_ns, memory_order_relaxed);
+}
+
+void stats_publish_sched(struct stats *s, uint32_t tenant, const struct sched_queue_stats *q)
+{
+	if (tenant >= s->max_tenants)
+		return;
+	struct stats_tenant *t = &s->tenants[tenant];
+	unsigned seq = atomic_load_explicit(&t->sched_seq, memory_order_relaxed);
+	atomic_store_explicit(&t->sched_seq, seq + 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	memcpy(&t->sched, q, sizeof(*q));
+	atomic_store_explicit(&t->sched_seq, seq + 2, memory_order_release);
+}
+
+void stats_publish_global(struct stats *s, uint64_t peak_rate_bytes_per_s, uint32_t inflight,
+			  uint32_t max_inflight)
+{
+	atomic_store_explicit(&s->peak_rate, peak_rate_bytes_per_s, memory_order_relaxed);
+	atomic_store_explicit(&s->inflight, inflight, memory_order_relaxed);
+	atomic_store_explicit(&s->max_inflight, max_inflight, memory_order_relaxed);
+}
+
+void stats_read_tenant(const struct stats *s, uint32_t tenant, struct stats_tenant_snapshot *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (tenant >= s->max_tenants)
+		return;
+	struct stats_tenant *t = (struct stats_tenant *)&s->tenants[tenant];
+	out->active = atomic_load_explicit(&t->active, memory_order_relaxed);
+	for (int i = 0; i < STATS_OP_NR; i++) {
+		out->ops[i] = atomic_load_explicit(&t->ops[i], memory_order_relaxed);
+		out->bytes[i] = atomic_load_explicit(&t->bytes[i], memory_order_relaxed);
+	}
+	out->errors = atomic_load_explicit(&t->errors, memory_order_relaxed);
+	for (int i = 0; i < STATS_LATENCY_BUCKETS; i++)
+		out->latency_buckets[i] = atomic_load_explicit(&t->latency_buckets[i],
+							       memory_order_relaxed);
+	out->latency_max_ns = atomic_load_explicit(&t->latency_max_ns, memory_order_relaxed);
+	for (;;) {
+		unsigned before = atomic_load_explicit(&t->sched_seq, memory_order_acquire);
+		if (before & 1)
+			continue;
+		/* Byte-wise copy: the engine may be writing; the sequence check discards tears. */
+		volatile const unsigned char *src = (const unsigned char *)&t->sched;
+		unsigned char *dst = (unsigned char *)&out->sched;
+		for (size_t i = 0; i < sizeof(out->sched); i++)
+			dst[i] = src[i];
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&t->sched_seq, memory_order_relaxed) == before)
+			break;
+	}
+}
+
+void stats_read_global(const struct stats *s, uint64_t *peak_rate_bytes_per_s, uint32_t *inflight,
+		       uint32_t *max_inflight)
+{
+	struct stats *m = (struct stats *)s;
+	*peak_rate_bytes_per_s = atomic_load_explicit(&m->peak_rate, memory_order_relaxed);
+	*inflight = atomic_load_explicit(&m->inflight, memory_order_relaxed);
+	*max_inflight = atomic_load_explicit(&m->max_inflight, memory_order_relaxed);
+}
+
+uint64_t stats_latency_quantile_ns(const uint64_t buckets[STATS_LATENCY_BUCKETS], double q)
+{
+	uint64_t total = 0;
+	for (int i = 0; i < STATS_LATENCY_BUCKETS; i++)
+		total += buckets[i];
+	if (total == 0)
+		return 0;
+	uint64_t rank = (uint64_t)(q * (double)total);
+	if (rank >= total)
+		rank = total - 1;
+	uint64_t seen = 0;
+	for (int i = 0; i < STATS_LATENCY_BUCKETS; i++) {
+		seen += buckets[i];
+		if (seen > rank)
+			return (uint64_t)1 << (i + 1);
+	}
+	return (uint64_t)1 << STATS_LATENCY_BUCKETS;
+}
