@@ -1,0 +1,156 @@
+/* fusesched scheduler: per-tenant proportional share of one backing store.
+ *
+ * Pure code: no threads, no syscalls, no clock. Every function that needs the
+ * time takes it as now_ns (any monotonic origin), so the scheduler can be
+ * driven by the engine's io_uring loop or by a simulator's virtual clock.
+ *
+ * Intended use, from exactly one thread:
+ *   on a request:      sched_enqueue(), then sched_dispatch() until NULL
+ *   on a completion:   sched_complete(), then sched_dispatch() until NULL
+ *   wait until:        sched_next_deadline(); then sched_timer() and dispatch.
+ * sched_dispatch() returning NULL while requests are pending is deliberate:
+ * the scheduler is idling for a tenant or the dispatch depth is full.
+ */
+#ifndef FUSESCHED_SCHED_H
+#define FUSESCHED_SCHED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SCHED_WEIGHT_MIN 1u
+#define SCHED_WEIGHT_MAX 1000u
+#define SCHED_WEIGHT_DEFAULT 100u
+#define SCHED_DEADLINE_NONE UINT64_MAX
+
+enum sched_policy {
+	SCHED_POLICY_BFQ,	/* the product */
+	SCHED_POLICY_FIFO,	/* arrival order, only max_inflight: the baseline */
+};
+
+enum sched_op {
+	SCHED_OP_READ,
+	SCHED_OP_WRITE,
+	SCHED_OP_FSYNC,
+	SCHED_OP_FDATASYNC,
+	SCHED_OP_OTHER,		/* fallocate, copy_file_range, ...: charged by time */
+};
+
+/* Why a tenant lost the store; drives the budget feedback. */
+enum sched_expire {
+	SCHED_EXPIRE_EXHAUSTED,	/* used its whole budget: grow it */
+	SCHED_EXPIRE_TIMEOUT,	/* held the store for budget_timeout_ns */
+	SCHED_EXPIRE_EMPTIED,	/* ran out of requests, not worth idling for */
+	SCHED_EXPIRE_TOO_IDLE,	/* the idle window passed without a request */
+	SCHED_EXPIRE_PREEMPTED,	/* a heavier tenant owed service arrived */
+	SCHED_EXPIRE_NR,
+};
+
+/* Which rule let another tenant's request in while one was being idled for. */
+enum sched_inject {
+	SCHED_INJECT_WAKER,	/* the idled tenant's detected waker */
+	SCHED_INJECT_SYNC,	/* fsync, fdatasync, small sync write of anyone */
+	SCHED_INJECT_GENERAL,	/* within the learned injection limit */
+	SCHED_INJECT_NR,
+};
+
+/* Every tunable. Defaults (sched_params_default) suit a daemon in front of a
+ * fast parallel store where FUSE think times are tens of microseconds. */
+struct sched_params {
+	enum sched_policy policy;		/* SCHED_POLICY_BFQ */
+	uint32_t max_inflight;			/* 32: requests at the store at once */
+	uint32_t default_weight;		/* 100, for sched_queue_get(weight 0) */
+	uint64_t budget_timeout_ns;		/* 20 ms: longest a tenant holds the store */
+	uint64_t budget_min_bytes;		/* 64 KiB: smallest budget */
+	uint64_t budget_initial_bytes;		/* 256 KiB: budget of a new tenant */
+	uint64_t budget_max_bytes;		/* 64 MiB: cap on the learned maximum */
+	uint64_t peak_window_ns;		/* 2 ms: window to measure the peak rate */
+	bool idle_enable;			/* true: idle for service guarantees */
+	uint64_t idle_fixed_ns;			/* 0: learn the window; else always this */
+	uint64_t idle_min_ns;			/* 20 us: shortest idle window */
+	uint64_t idle_max_ns;			/* 1 ms: longer think time is not idled for */
+	uint32_t idle_think_pct;		/* 200: window = think time * pct / 100 */
+	bool inject_enable;			/* true: inject while idling */
+	uint64_t small_sync_write_bytes;	/* 16 KiB: "small" sync writes inject */
+	uint32_t inject_slowdown_pct;		/* 150: back off past 1.5x baseline */
+	uint64_t inject_reprobe_ns;		/* 100 ms: retry a zero injection limit */
+	uint64_t waker_gap_ns;			/* 1 ms, and at most half the think time */
+	uint32_t waker_hits;			/* 3: repeats that make a waker */
+	uint64_t waker_window_ns;		/* 1 s: hits must fall within this */
+	uint64_t seek_distance_bytes;		/* 128 KiB: farther jumps are seeks */
+	bool charge_seeky_by_time;		/* true: seeky queues pay for time held */
+	uint32_t async_depth_pct;		/* 90: async share of max_inflight ... */
+	uint64_t async_sync_window_ns;		/* 100 ms: ... if sync I/O arrived this recently */
+};
+
+/* Caller-owned request record, embedded in the caller's own request
+ * (container_of to get back). The caller fills the first block before
+ * sched_enqueue and must not touch the record until sched_complete. */
+struct sched_queue;
+struct sched_req {
+	struct sched_queue *queue;	/* the tenant's queue */
+	enum sched_op op;
+	uint64_t bytes;			/* may be 0 */
+	uint64_t offset;		/* for seekiness detection */
+	bool sync;			/* the caller waits for it (direct, dsync, read) */
+
+	/* private to the scheduler */
+	struct sched_req *next, *prev;
+	uint64_t enqueue_ns, dispatch_ns, charge_bytes;
+	uint32_t others_inflight, inflight_at_dispatch;
+};
+
+/* Read-only per-tenant counters, for `fusesched stat`. */
+struct sched_queue_stats {
+	uint64_t tenant_id;
+	uint32_t weight;
+	uint32_t pending, inflight;
+	uint64_t served_ops, served_bytes;
+	uint64_t charged_bytes;			/* what the share was computed on */
+	uint64_t idle_windows, idle_ns;		/* idled for this tenant */
+	uint64_t injected_ops[SCHED_INJECT_NR];	/* this tenant's requests let in */
+	uint64_t expirations[SCHED_EXPIRE_NR];
+	uint64_t budget_bytes;
+	uint64_t think_ns;			/* learned think time, 0 if unknown */
+	uint32_t inject_limit;
+	bool has_waker;
+	uint64_t waker_id;
+};
+
+struct sched;
+
+void sched_params_default(struct sched_params *p);
+
+/* -EINVAL for inconsistent params, -ENOMEM. */
+int sched_new(const struct sched_params *p, struct sched **out);
+/* Requests still queued or in flight are forgotten, never completed:
+ * drain first for a clean stop. */
+void sched_free(struct sched *s);
+
+/* Finds the tenant's queue or creates it with weight (0: default weight).
+ * An existing queue keeps its weight. -EINVAL bad weight, -ENOMEM. */
+int sched_queue_get(struct sched *s, uint64_t tenant_id, uint32_t weight,
+		    struct sched_queue **out);
+struct sched_queue *sched_queue_find(const struct sched *s, uint64_t tenant_id);
+/* Keeps the queue's place in virtual time; -EINVAL outside 1..1000. */
+int sched_queue_set_weight(struct sched *s, struct sched_queue *q, uint32_t weight);
+/* Detaches the tenant. Its queued and in-flight requests are still
+ * dispatched and completed normally; the queue is freed after the last one.
+ * The caller must not use q afterwards, except through those requests. */
+void sched_queue_remove(struct sched *s, struct sched_queue *q);
+void sched_queue_stats(const struct sched_queue *q, struct sched_queue_stats *st);
+
+void sched_enqueue(struct sched *s, struct sched_req *r, uint64_t now_ns);
+/* Next request to submit, or NULL: nothing to do now. */
+struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns);
+/* r is returned to the caller. */
+void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns);
+/* When sched_timer must run next, or SCHED_DEADLINE_NONE. */
+uint64_t sched_next_deadline(const struct sched *s);
+void sched_timer(struct sched *s, uint64_t now_ns);
+
+/* Learned store peak rate (bytes/s over peak_window_ns), 0 while unknown. */
+uint64_t sched_peak_rate(const struct sched *s);
+uint32_t sched_inflight(const struct sched *s);
+uint32_t sched_pending(const struct sched *s);
+
+#endif

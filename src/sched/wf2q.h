@@ -1,0 +1,59 @@
+/* B-WF2Q+ engine: virtual time, start/finish tags, eligibility.
+ * No policy here: the policy (bfq.c) decides what a queue is charged and
+ * when it is in or out of the trees; this file only keeps the order.
+ * Internal to src/sched and its tests. */
+#ifndef FUSESCHED_SCHED_WF2Q_H
+#define FUSESCHED_SCHED_WF2Q_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Virtual time is bytes * WF2Q_SCALE / weight: with weights <= 1000 the
+ * rounding loss per charge stays below one byte at weight 1000. */
+#define WF2Q_SCALE 1024u
+
+struct wf2q_entity {
+	uint64_t start_vt, finish_vt;
+	uint64_t id;		/* tie-break, so the order is total and testable */
+	uint32_t weight;
+	int32_t heap_pos;	/* -1: in no heap */
+	uint8_t heap_which;	/* WF2Q_ELIGIBLE or WF2Q_WAITING */
+};
+
+enum { WF2Q_ELIGIBLE, WF2Q_WAITING };
+
+struct wf2q_heap {
+	struct wf2q_entity **v;
+	size_t n, cap;
+};
+
+/* Eligible (start <= V) ordered by finish; waiting (start > V) by start:
+ * both O(log N), so selection cost does not grow with the tenant count. */
+struct wf2q {
+	uint64_t vtime;
+	uint64_t wsum;		/* weights of the active entities, set by the policy */
+	struct wf2q_heap heap[2];
+};
+
+void sched_wf2q_init(struct wf2q *w);
+void sched_wf2q_destroy(struct wf2q *w);
+/* Room for n entities in each heap, so insertion never fails. */
+int sched_wf2q_reserve(struct wf2q *w, size_t n);
+uint64_t sched_wf2q_vt_len(uint64_t bytes, uint32_t weight);
+/* Signed comparison so virtual time may wrap. */
+static inline int sched_wf2q_before(uint64_t a, uint64_t b)
+{
+	return (int64_t)(a - b) < 0;
+}
+void sched_wf2q_insert(struct wf2q *w, struct wf2q_entity *e);
+void sched_wf2q_remove(struct wf2q *w, struct wf2q_entity *e);
+/* After e's tags changed. */
+void sched_wf2q_reposition(struct wf2q *w, struct wf2q_entity *e);
+/* V += service / wsum, then entities that became eligible move over. */
+void sched_wf2q_advance(struct wf2q *w, uint64_t service_bytes);
+/* Smallest finish among eligible; if none is eligible, V first jumps to the
+ * smallest start (WF2Q+: virtual time never waits for nobody). */
+struct wf2q_entity *sched_wf2q_select(struct wf2q *w);
+struct wf2q_entity *sched_wf2q_peek(const struct wf2q *w, int which);
+
+#endif

@@ -1,0 +1,556 @@
+/* Unit, edge-case and consistency tests of the pure scheduler. */
+#include "fusesched/sched.h"
+#include "wf2q.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#define US 1000ull
+
+static uint64_t rng_state;
+
+static uint64_t rnd(uint64_t n)
+{
+	rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (rng_state >> 33) % n;
+}
+
+static struct sched *new_sched(enum sched_policy policy, uint32_t max_inflight)
+{
+	struct sched_params p;
+	struct sched *s;
+	sched_params_default(&p);
+	p.policy = policy;
+	p.max_inflight = max_inflight;
+	/* short slices, so that shares converge within a few thousand requests */
+	p.budget_max_bytes = p.budget_initial_bytes;
+	ck_assert_int_eq(sched_new(&p, &s), 0);
+	return s;
+}
+
+static struct sched_queue *queue(struct sched *s, uint64_t id, uint32_t weight)
+{
+	struct sched_queue *q;
+	ck_assert_int_eq(sched_queue_get(s, id, weight, &q), 0);
+	return q;
+}
+
+static void req_init(struct sched_req *r, struct sched_queue *q, enum sched_op op, uint64_t bytes)
+{
+	*r = (struct sched_req){ .queue = q, .op = op, .bytes = bytes, .sync = false,
+				 .offset = rnd(1u << 20) * 4096 };
+}
+
+START_TEST(params_validated)
+{
+	struct sched_params p;
+	struct sched *s;
+	sched_params_default(&p);
+	p.max_inflight = 0;
+	ck_assert_int_eq(sched_new(&p, &s), -EINVAL);
+	sched_params_default(&p);
+	p.budget_min_bytes = p.budget_max_bytes * 2;
+	ck_assert_int_eq(sched_new(&p, &s), -EINVAL);
+	sched_params_default(&p);
+	p.idle_min_ns = p.idle_max_ns + 1;
+	ck_assert_int_eq(sched_new(&p, &s), -EINVAL);
+
+	s = new_sched(SCHED_POLICY_BFQ, 4);
+	struct sched_queue *q;
+	ck_assert_int_eq(sched_queue_get(s, 1, 1001, &q), -EINVAL);
+	q = queue(s, 1, 0);
+	struct sched_queue_stats st;
+	sched_queue_stats(q, &st);
+	ck_assert_uint_eq(st.weight, SCHED_WEIGHT_DEFAULT);
+	ck_assert_ptr_eq(queue(s, 1, 500), q);	/* existing queue keeps its weight */
+	ck_assert_int_eq(sched_queue_set_weight(s, q, 0), -EINVAL);
+	ck_assert_int_eq(sched_queue_set_weight(s, q, 1000), 0);
+	sched_queue_stats(q, &st);
+	ck_assert_uint_eq(st.weight, 1000);
+	ck_assert_ptr_eq(sched_queue_find(s, 1), q);
+	ck_assert_ptr_null(sched_queue_find(s, 2));
+	sched_free(s);
+}
+END_TEST
+
+START_TEST(all_idle)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 4);
+	queue(s, 1, 100);
+	queue(s, 2, 100);
+	ck_assert_ptr_null(sched_dispatch(s, 1000));
+	ck_assert_uint_eq(sched_next_deadline(s), SCHED_DEADLINE_NONE);
+	sched_timer(s, 2000);
+	ck_assert_ptr_null(sched_dispatch(s, 3000));
+	ck_assert_uint_eq(sched_inflight(s), 0);
+	ck_assert_uint_eq(sched_pending(s), 0);
+	sched_free(s);
+}
+END_TEST
+
+/* A depth-1 sync tenant is idled for while another competes; the idle
+ * window ends by the timer and dispatch resumes with the other. */
+START_TEST(idle_window_and_timer)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 4);
+	struct sched_queue *a = queue(s, 1, 100), *b = queue(s, 2, 100);
+	struct sched_req ra[3], rb[3];
+	uint64_t now = 0;
+	for (int i = 0; i < 3; i++) {
+		req_init(&rb[i], b, SCHED_OP_READ, 4096);
+		sched_enqueue(s, &rb[i], now);
+	}
+	for (int round = 0; round < 3; round++) {	/* a: think 10 us, learned */
+		req_init(&ra[round], a, SCHED_OP_READ, 4096);
+		ra[round].sync = true;
+		sched_enqueue(s, &ra[round], now);
+		struct sched_req *r;
+		while ((r = sched_dispatch(s, now)) && r != &ra[round])
+			;
+		ck_assert_ptr_eq(r, &ra[round]);
+		now += 100 * US;
+		sched_complete(s, r, now);
+		now += 10 * US;
+	}
+	/* a is in service and idle: b's requests wait unless injected */
+	uint64_t d = sched_next_deadline(s);
+	ck_assert_uint_ne(d, SCHED_DEADLINE_NONE);
+	struct sched_queue_stats st;
+	sched_queue_stats(a, &st);
+	ck_assert_uint_ge(st.idle_windows, 1);
+	ck_assert_uint_gt(st.think_ns, 0);
+	sched_timer(s, d);
+	ck_assert_ptr_nonnull(sched_dispatch(s, d));
+	sched_queue_stats(a, &st);
+	ck_assert_uint_ge(st.expirations[SCHED_EXPIRE_TOO_IDLE], 1);
+	sched_free(s);
+}
+END_TEST
+
+START_TEST(zero_length_requests)
+{
+	for (int pol = 0; pol < 2; pol++) {
+		struct sched *s = new_sched(pol ? SCHED_POLICY_FIFO : SCHED_POLICY_BFQ, 3);
+		struct sched_queue *q[2] = { queue(s, 1, 100), queue(s, 2, 300) };
+		struct sched_req r[200];
+		for (int i = 0; i < 200; i++) {
+			req_init(&r[i], q[i % 2], i % 3 ? SCHED_OP_READ : SCHED_OP_FSYNC, 0);
+			sched_enqueue(s, &r[i], 0);
+		}
+		uint64_t now = 0;
+		int done = 0;
+		for (int guard = 0; done < 200 && guard < 10000; guard++) {
+			struct sched_req *d[3];
+			int n = 0;
+			while (n < 3 && (d[n] = sched_dispatch(s, now)))
+				n++;
+			ck_assert_uint_le(sched_inflight(s), 3);
+			now += 5 * US;
+			for (int i = 0; i < n; i++)
+				sched_complete(s, d[i], now);
+			done += n;
+			if (!n) {
+				now = sched_next_deadline(s);
+				ck_assert_uint_ne(now, SCHED_DEADLINE_NONE);
+				sched_timer(s, now);
+			}
+		}
+		ck_assert_int_eq(done, 200);
+		struct sched_queue_stats st;
+		sched_queue_stats(q[0], &st);
+		ck_assert_uint_eq(st.served_ops, 100);
+		ck_assert_uint_eq(st.served_bytes, 0);
+		sched_free(s);
+	}
+}
+END_TEST
+
+START_TEST(remove_with_requests_in_flight)
+{
+	for (int pol = 0; pol < 2; pol++) {
+		struct sched *s = new_sched(pol ? SCHED_POLICY_FIFO : SCHED_POLICY_BFQ, 2);
+		struct sched_queue *a = queue(s, 7, 100), *b = queue(s, 8, 100);
+		struct sched_req ra[3], rb;
+		for (int i = 0; i < 3; i++) {
+			req_init(&ra[i], a, SCHED_OP_WRITE, 4096);
+			ra[i].sync = true;
+			sched_enqueue(s, &ra[i], 0);
+		}
+		req_init(&rb, b, SCHED_OP_READ, 4096);
+		sched_enqueue(s, &rb, 0);
+		struct sched_req *d1 = sched_dispatch(s, 0), *d2 = sched_dispatch(s, 0);
+		ck_assert_ptr_nonnull(d1);
+		ck_assert_ptr_nonnull(d2);
+		sched_queue_remove(s, a);
+		ck_assert_ptr_null(sched_queue_find(s, 7));
+		/* the tenant's queued and in-flight requests still go through */
+		uint64_t now = 10 * US;
+		sched_complete(s, d1, now);
+		sched_complete(s, d2, now);
+		int left = 4 - 2;
+		for (int guard = 0; left && guard < 100; guard++) {
+			struct sched_req *r = sched_dispatch(s, now);
+			if (!r) {
+				now = sched_next_deadline(s);
+				ck_assert_uint_ne(now, SCHED_DEADLINE_NONE);
+				sched_timer(s, now);
+				continue;
+			}
+			now += 10 * US;
+			sched_complete(s, r, now);
+			left--;
+		}
+		ck_assert_int_eq(left, 0);
+		ck_assert_uint_eq(sched_pending(s), 0);
+		ck_assert_uint_eq(sched_inflight(s), 0);
+		struct sched_queue *a2 = queue(s, 7, 100);	/* a fresh queue */
+		struct sched_queue_stats st;
+		sched_queue_stats(a2, &st);
+		ck_assert_uint_eq(st.served_ops, 0);
+		sched_free(s);
+	}
+}
+END_TEST
+
+/* Runs n dispatch/complete cycles at depth 1 with both tenants backlogged,
+ * refilling each, and counts what each got. */
+static void run_backlogged(struct sched *s, struct sched_queue **q, struct sched_req *pool,
+			   int nq, int n, uint64_t *now, uint64_t *got)
+{
+	for (int i = 0; i < n; i++) {
+		struct sched_req *r = sched_dispatch(s, *now);
+		if (!r) {
+			*now = sched_next_deadline(s);
+			ck_assert_uint_ne(*now, SCHED_DEADLINE_NONE);
+			sched_timer(s, *now);
+			i--;
+			continue;
+		}
+		*now += 10 * US;
+		sched_complete(s, r, *now);
+		for (int k = 0; k < nq; k++)
+			if (r->queue == q[k])
+				got[k] += r->bytes;
+		req_init(r, r->queue, SCHED_OP_READ, 4096);
+		sched_enqueue(s, r, *now);
+	}
+	(void)pool;
+}
+
+START_TEST(weight_change_while_backlogged)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 1);
+	struct sched_queue *q[2] = { queue(s, 1, 100), queue(s, 2, 100) };
+	struct sched_req pool[16];
+	for (int i = 0; i < 16; i++) {
+		req_init(&pool[i], q[i % 2], SCHED_OP_READ, 4096);
+		sched_enqueue(s, &pool[i], 0);
+	}
+	uint64_t now = 0, got[2] = { 0, 0 };
+	run_backlogged(s, q, pool, 2, 4000, &now, got);
+	double before = (double)got[0] / (double)got[1];
+	ck_assert_double_gt(before, 0.9);
+	ck_assert_double_lt(before, 1.1);
+	ck_assert_int_eq(sched_queue_set_weight(s, q[0], 300), 0);
+	got[0] = got[1] = 0;
+	run_backlogged(s, q, pool, 2, 8000, &now, got);
+	double after = (double)got[0] / (double)got[1];
+	ck_assert_msg(after > 2.7 && after < 3.3, "after weight change %.2f", after);
+	sched_free(s);
+}
+END_TEST
+
+/* Virtual time after long idle periods: a tenant that was busy alone and
+ * then idle for an hour neither owes nor is owed anything; one that stayed
+ * away while another ran does not come back with credit. */
+START_TEST(vtime_after_long_idle)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 1);
+	struct sched_queue *q[2] = { queue(s, 1, 100), queue(s, 2, 100) };
+	struct sched_req pool[16];
+	for (int i = 0; i < 8; i++) {
+		req_init(&pool[i], q[0], SCHED_OP_READ, 4096);
+		sched_enqueue(s, &pool[i], 0);
+	}
+	uint64_t now = 0, got[2] = { 0, 0 };
+	run_backlogged(s, q, pool, 2, 3000, &now, got);	/* a alone */
+	for (int guard = 0; sched_inflight(s) || sched_pending(s); guard++) {
+		ck_assert_int_lt(guard, 100);
+		struct sched_req *r = sched_dispatch(s, now);
+		if (r)
+			sched_complete(s, r, now += 10 * US);
+		else
+			sched_timer(s, now = sched_next_deadline(s));
+	}
+	now += 3600ull * 1000000000ull;
+	for (int i = 0; i < 16; i++) {
+		req_init(&pool[i], q[i % 2], SCHED_OP_READ, 4096);
+		sched_enqueue(s, &pool[i], now);
+	}
+	got[0] = got[1] = 0;
+	run_backlogged(s, q, pool, 2, 4000, &now, got);
+	double r = (double)got[0] / (double)got[1];
+	ck_assert_msg(r > 0.9 && r < 1.1, "after long idle %.2f", r);
+	sched_free(s);
+}
+END_TEST
+
+START_TEST(no_credit_for_staying_away)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 1);
+	struct sched_queue *q[2] = { queue(s, 1, 100), queue(s, 2, 100) };
+	struct sched_req pool[16];
+	for (int i = 0; i < 16; i++) {
+		req_init(&pool[i], q[1], SCHED_OP_READ, 4096);
+		sched_enqueue(s, &pool[i], 0);
+	}
+	uint64_t now = 0, got[2] = { 0, 0 };
+	run_backlogged(s, q, pool, 2, 4000, &now, got);	/* b alone, a away */
+	/* a comes back: from here on both are served 1:1, a gets no burst */
+	struct sched_req extra[8];
+	for (int i = 0; i < 8; i++) {
+		req_init(&extra[i], q[0], SCHED_OP_READ, 4096);
+		sched_enqueue(s, &extra[i], now);
+	}
+	got[0] = got[1] = 0;
+	run_backlogged(s, q, pool, 2, 400, &now, got);
+	ck_assert_msg(got[0] <= got[1] * 3 / 2 + 256 * 1024, "returning tenant got %lu vs %lu",
+		      (unsigned long)got[0], (unsigned long)got[1]);
+	ck_assert_uint_gt(got[0], 0);
+	sched_free(s);
+}
+END_TEST
+
+/* ---- S6: the engine against a naive reference ---- */
+
+struct ref_ent {
+	uint64_t start, finish, id;
+	uint32_t weight;
+	bool in;
+};
+
+static struct ref_ent *ref_select(struct ref_ent *e, int n, uint64_t *vtime)
+{
+	struct ref_ent *best = NULL, *minstart = NULL;
+	for (int i = 0; i < n; i++) {
+		if (!e[i].in)
+			continue;
+		if (!minstart || sched_wf2q_before(e[i].start, minstart->start) ||
+		    (e[i].start == minstart->start && e[i].id < minstart->id))
+			minstart = &e[i];
+	}
+	if (!minstart)
+		return NULL;
+	bool any = false;
+	for (int i = 0; i < n; i++)
+		any |= e[i].in && !sched_wf2q_before(*vtime, e[i].start);
+	if (!any)
+		*vtime = minstart->start;
+	for (int i = 0; i < n; i++) {
+		if (!e[i].in || sched_wf2q_before(*vtime, e[i].start))
+			continue;
+		if (!best || sched_wf2q_before(e[i].finish, best->finish) ||
+		    (e[i].finish == best->finish && e[i].id < best->id))
+			best = &e[i];
+	}
+	return best;
+}
+
+START_TEST(s6_engine_matches_reference)
+{
+	enum { N = 300 };
+	static struct wf2q_entity ent[N];
+	static struct ref_ent ref[N];
+	struct wf2q w;
+	uint64_t ref_v = (uint64_t)-5000000;	/* start near the wrap point */
+	sched_wf2q_init(&w);
+	w.vtime = ref_v;
+	ck_assert_int_eq(sched_wf2q_reserve(&w, N), 0);
+	rng_state = 42;
+	for (int i = 0; i < N; i++) {
+		ent[i] = (struct wf2q_entity){ .id = (uint64_t)i, .heap_pos = -1,
+					       .weight = 1 + (uint32_t)rnd(1000) };
+		ref[i] = (struct ref_ent){ .id = (uint64_t)i, .weight = ent[i].weight };
+	}
+	for (int step = 0; step < 200000; step++) {
+		int i = (int)rnd(N);
+		switch (rnd(6)) {
+		case 0:	/* activate */
+			if (ref[i].in)
+				break;
+			ref[i].start = ref_v + rnd(3) * rnd(100000);
+			ref[i].finish = ref[i].start + sched_wf2q_vt_len(1 + rnd(1 << 20), ref[i].weight);
+			ent[i].start_vt = ref[i].start;
+			ent[i].finish_vt = ref[i].finish;
+			sched_wf2q_insert(&w, &ent[i]);
+			ref[i].in = true;
+			w.wsum += ent[i].weight;
+			break;
+		case 1:	/* deactivate */
+			if (!ref[i].in)
+				break;
+			sched_wf2q_remove(&w, &ent[i]);
+			ref[i].in = false;
+			w.wsum -= ent[i].weight;
+			break;
+		case 2: {	/* service */
+			uint64_t bytes = rnd(1 << 20);
+			if (w.wsum)
+				ref_v += bytes * WF2Q_SCALE / w.wsum;
+			sched_wf2q_advance(&w, bytes);
+			break;
+		}
+		case 3: {	/* injected service or weight change: tags move */
+			if (!ref[i].in)
+				break;
+			uint64_t d = rnd(1 << 16);
+			ref[i].start += d;
+			ref[i].finish += d + rnd(1 << 16);
+			ent[i].start_vt = ref[i].start;
+			ent[i].finish_vt = ref[i].finish;
+			sched_wf2q_reposition(&w, &ent[i]);
+			break;
+		}
+		default: {
+			struct ref_ent *r = ref_select(ref, N, &ref_v);
+			struct wf2q_entity *e = sched_wf2q_select(&w);
+			ck_assert_uint_eq(w.vtime, ref_v);
+			if (!r) {
+				ck_assert_ptr_null(e);
+				break;
+			}
+			ck_assert_ptr_nonnull(e);
+			ck_assert_uint_eq(e->id, r->id);
+			break;
+		}
+		}
+	}
+	sched_wf2q_destroy(&w);
+}
+END_TEST
+
+/* Random enqueue/dispatch/complete/weight-change/remove sequences: every
+ * request is dispatched exactly once and completed, bounds always hold. */
+enum { R_FREE, R_QUEUED, R_INFLIGHT };
+
+static void random_run(enum sched_policy policy, uint64_t seed)
+{
+	enum { NT = 60, NR = 500, MAXIN = 8 };
+	struct sched *s = new_sched(policy, MAXIN);
+	static struct sched_req req[NR];
+	static int state[NR];
+	struct sched_queue *q[NT] = { 0 };
+	uint32_t queued = 0, inflight = 0;
+	uint64_t now = 0;
+	rng_state = seed;
+	for (int i = 0; i < NR; i++)
+		state[i] = R_FREE;
+	for (int step = 0; step < 60000; step++) {
+		now += rnd(30 * US);
+		int t = (int)rnd(NT), i = (int)rnd(NR);
+		switch (rnd(10)) {
+		case 0: case 1: case 2: case 3:
+			if (state[i] != R_FREE)
+				break;
+			if (!q[t])
+				q[t] = queue(s, (uint64_t)t + 1000 * (uint64_t)step, 1 + (uint32_t)rnd(1000));
+			req_init(&req[i], q[t], (enum sched_op)rnd(5), rnd(4) ? 4096 * rnd(64) : 0);
+			req[i].sync = rnd(2);
+			sched_enqueue(s, &req[i], now);
+			state[i] = R_QUEUED;
+			queued++;
+			break;
+		case 4: case 5: case 6:
+			if (state[i] != R_INFLIGHT)
+				break;
+			sched_complete(s, &req[i], now);
+			state[i] = R_FREE;
+			inflight--;
+			break;
+		case 7:
+			if (q[t])
+				ck_assert_int_eq(sched_queue_set_weight(s, q[t], 1 + (uint32_t)rnd(1000)), 0);
+			break;
+		case 8:
+			if (q[t] && rnd(4) == 0) {
+				sched_queue_remove(s, q[t]);
+				q[t] = NULL;
+			}
+			break;
+		default:
+			if (now >= sched_next_deadline(s))
+				sched_timer(s, now);
+			break;
+		}
+		struct sched_req *r;
+		while ((r = sched_dispatch(s, now))) {
+			int k = (int)(r - req);
+			ck_assert_int_ge(k, 0);
+			ck_assert_int_lt(k, NR);
+			ck_assert_int_eq(state[k], R_QUEUED);
+			state[k] = R_INFLIGHT;
+			queued--;
+			inflight++;
+		}
+		ck_assert_uint_le(inflight, MAXIN);
+		ck_assert_uint_eq(sched_inflight(s), inflight);
+		ck_assert_uint_eq(sched_pending(s), queued);
+		if (queued && !inflight)	/* waiting is allowed only with a deadline */
+			ck_assert_uint_ne(sched_next_deadline(s), SCHED_DEADLINE_NONE);
+	}
+	for (int guard = 0; queued || inflight; guard++) {	/* drain */
+		ck_assert_int_lt(guard, 100000);
+		for (int k = 0; k < NR; k++)
+			if (state[k] == R_INFLIGHT) {
+				sched_complete(s, &req[k], now += US);
+				state[k] = R_FREE;
+				inflight--;
+			}
+		struct sched_req *r;
+		while ((r = sched_dispatch(s, now))) {
+			state[r - req] = R_INFLIGHT;
+			queued--;
+			inflight++;
+		}
+		if (queued && !inflight) {
+			uint64_t d = sched_next_deadline(s);
+			ck_assert_uint_ne(d, SCHED_DEADLINE_NONE);
+			now = d > now ? d : now;
+			sched_timer(s, now);
+		}
+	}
+	sched_free(s);
+}
+
+START_TEST(s6_random_sequences_consistent)
+{
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		random_run(SCHED_POLICY_BFQ, seed);
+		random_run(SCHED_POLICY_FIFO, seed);
+	}
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("sched");
+	TCase *tc = tcase_create("unit");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, params_validated);
+	tcase_add_test(tc, all_idle);
+	tcase_add_test(tc, idle_window_and_timer);
+	tcase_add_test(tc, zero_length_requests);
+	tcase_add_test(tc, remove_with_requests_in_flight);
+	tcase_add_test(tc, weight_change_while_backlogged);
+	tcase_add_test(tc, vtime_after_long_idle);
+	tcase_add_test(tc, no_credit_for_staying_away);
+	tcase_add_test(tc, s6_engine_matches_reference);
+	tcase_add_test(tc, s6_random_sequences_consistent);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

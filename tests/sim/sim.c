@@ -1,0 +1,369 @@
+#include "sim.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum ev_type { EV_ARRIVE, EV_DONE, EV_TIMER };
+
+struct sim_req {
+	struct sched_req sr;
+	uint32_t tenant, job;
+	int waiter_tenant;		/* journal request: whose job resumes after it */
+	uint32_t waiter_job;
+	uint64_t svc_ns;
+	struct sim_req *next;		/* free list, device FIFO */
+};
+
+struct ev {
+	uint64_t at_ns, seq;
+	enum ev_type type;
+	uint32_t tenant, job;
+	int waiter_tenant;
+	uint32_t waiter_job;
+	struct sim_req *r;
+};
+
+struct lat_vec {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+struct tstate {
+	struct sched_queue *q;
+	uint64_t next_ok_ns;		/* rate limit */
+	uint64_t seq_offset;
+	struct lat_vec lat;
+	uint64_t ops, bytes;
+};
+
+struct sim {
+	const struct sim_scenario *sc;
+	struct sched *s;
+	uint64_t now_ns, rng, seq, timer_at_ns;
+	struct ev *heap;
+	size_t nev, evcap;
+	struct sim_req *free_reqs;
+	struct sim_req **allocs;	/* every request ever made, freed at the end */
+	size_t nallocs, alloccap;
+	struct sim_req *dev_head, *dev_tail;
+	uint32_t dev_busy;
+	struct tstate ts[SIM_MAX_TENANTS];
+	int err;
+};
+
+static uint64_t rng_next(struct sim *m)
+{
+	/* splitmix64: tiny, seeded, same sequence on every machine */
+	uint64_t z = (m->rng += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t jitter(struct sim *m, uint64_t ns, uint32_t pct)
+{
+	if (!pct || !ns)
+		return ns;
+	uint64_t span = ns * pct / 100;
+	return ns - span + rng_next(m) % (2 * span + 1);
+}
+
+static bool ev_less(const struct ev *a, const struct ev *b)
+{
+	return a->at_ns != b->at_ns ? a->at_ns < b->at_ns : a->seq < b->seq;
+}
+
+static void ev_push(struct sim *m, struct ev e)
+{
+	if (m->nev == m->evcap) {
+		size_t cap = m->evcap ? m->evcap * 2 : 256;
+		struct ev *h = realloc(m->heap, cap * sizeof(*h));
+		if (!h) {
+			m->err = -ENOMEM;
+			return;
+		}
+		m->heap = h;
+		m->evcap = cap;
+	}
+	e.seq = m->seq++;
+	size_t i = m->nev++;
+	while (i > 0) {
+		size_t p = (i - 1) / 2;
+		if (!ev_less(&e, &m->heap[p]))
+			break;
+		m->heap[i] = m->heap[p];
+		i = p;
+	}
+	m->heap[i] = e;
+}
+
+static struct ev ev_pop(struct sim *m)
+{
+	struct ev top = m->heap[0], last = m->heap[--m->nev];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= m->nev)
+			break;
+		if (c + 1 < m->nev && ev_less(&m->heap[c + 1], &m->heap[c]))
+			c++;
+		if (!ev_less(&m->heap[c], &last))
+			break;
+		m->heap[i] = m->heap[c];
+		i = c;
+	}
+	if (m->nev)
+		m->heap[i] = last;
+	return top;
+}
+
+static void lat_add(struct sim *m, struct lat_vec *l, uint64_t ns)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 1024;
+		uint64_t *v = realloc(l->v, cap * sizeof(*v));
+		if (!v) {
+			m->err = -ENOMEM;
+			return;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = ns;
+}
+
+static enum sim_cost req_cost(const struct sched_req *r, bool dsync)
+{
+	switch (r->op) {
+	case SCHED_OP_READ:
+		return SIM_COST_READ;
+	case SCHED_OP_WRITE:
+		return dsync ? SIM_COST_DSYNC_WRITE : SIM_COST_WRITE;
+	default:
+		return SIM_COST_FLUSH;
+	}
+}
+
+static void dev_start(struct sim *m, struct sim_req *r)
+{
+	const struct sim_device *d = &m->sc->dev;
+	enum sim_cost c = req_cost(&r->sr, m->sc->t[r->tenant].dsync);
+	uint64_t ns = d->base_ns[c] + r->sr.bytes * d->ps_per_byte[c] / 1000;
+	m->dev_busy++;
+	ev_push(m, (struct ev){ .at_ns = m->now_ns + jitter(m, ns, d->jitter_pct),
+				.type = EV_DONE, .r = r });
+}
+
+static void dev_submit(struct sim *m, struct sim_req *r)
+{
+	if (m->dev_busy < m->sc->dev.slots) {
+		dev_start(m, r);
+		return;
+	}
+	r->next = NULL;
+	if (m->dev_tail)
+		m->dev_tail->next = r;
+	else
+		m->dev_head = r;
+	m->dev_tail = r;
+}
+
+static void arrive_at(struct sim *m, uint64_t at_ns, uint32_t t, uint32_t job, int waiter_tenant,
+		      uint32_t waiter_job)
+{
+	const struct sim_tenant *tc = &m->sc->t[t];
+	struct tstate *ts = &m->ts[t];
+	if (tc->rate_bytes_per_s) {
+		if (at_ns < ts->next_ok_ns)
+			at_ns = ts->next_ok_ns;
+		ts->next_ok_ns = at_ns + tc->bytes * 1000000000ull / tc->rate_bytes_per_s;
+	}
+	ev_push(m, (struct ev){ .at_ns = at_ns, .type = EV_ARRIVE, .tenant = t, .job = job,
+				.waiter_tenant = waiter_tenant, .waiter_job = waiter_job });
+}
+
+static void on_arrive(struct sim *m, const struct ev *e)
+{
+	const struct sim_tenant *tc = &m->sc->t[e->tenant];
+	struct tstate *ts = &m->ts[e->tenant];
+	struct sim_req *r = m->free_reqs;
+	if (r) {
+		m->free_reqs = r->next;
+	} else {
+		if (m->nallocs == m->alloccap) {
+			size_t cap = m->alloccap ? m->alloccap * 2 : 64;
+			struct sim_req **v = realloc(m->allocs, cap * sizeof(*v));
+			if (!v) {
+				m->err = -ENOMEM;
+				return;
+			}
+			m->allocs = v;
+			m->alloccap = cap;
+		}
+		if (!(r = malloc(sizeof(*r)))) {
+			m->err = -ENOMEM;
+			return;
+		}
+		m->allocs[m->nallocs++] = r;
+	}
+	memset(r, 0, sizeof(*r));
+	r->tenant = e->tenant;
+	r->job = e->job;
+	r->waiter_tenant = e->waiter_tenant;
+	r->waiter_job = e->waiter_job;
+	r->sr.queue = ts->q;
+	r->sr.op = tc->op;
+	r->sr.bytes = tc->bytes;
+	r->sr.sync = tc->sync;
+	if (tc->sequential) {
+		r->sr.offset = ts->seq_offset;
+		ts->seq_offset += tc->bytes;
+	} else {
+		r->sr.offset = (rng_next(m) % (1u << 18)) * 4096;
+	}
+	sched_enqueue(m->s, &r->sr, m->now_ns);
+}
+
+static void on_done(struct sim *m, struct sim_req *r)
+{
+	const struct sim_scenario *sc = m->sc;
+	const struct sim_tenant *tc = &sc->t[r->tenant];
+	struct tstate *ts = &m->ts[r->tenant];
+	m->dev_busy--;
+	if (m->dev_head) {
+		struct sim_req *nx = m->dev_head;
+		m->dev_head = nx->next;
+		if (!m->dev_head)
+			m->dev_tail = NULL;
+		dev_start(m, nx);
+	}
+	sched_complete(m->s, &r->sr, m->now_ns);
+	if (m->now_ns >= sc->warmup_ns) {
+		ts->ops++;
+		ts->bytes += r->sr.bytes;
+		lat_add(m, &ts->lat, m->now_ns - r->sr.enqueue_ns);
+	}
+	if (r->waiter_tenant >= 0) {
+		const struct sim_tenant *w = &sc->t[r->waiter_tenant];
+		arrive_at(m, m->now_ns + jitter(m, w->think_ns, 20), (uint32_t)r->waiter_tenant,
+			  r->waiter_job, -1, 0);
+	} else if (tc->journal >= 0) {
+		const struct sim_tenant *j = &sc->t[tc->journal];
+		arrive_at(m, m->now_ns + jitter(m, j->think_ns, 20), (uint32_t)tc->journal, 0,
+			  (int)r->tenant, r->job);
+	} else if (tc->depth) {
+		arrive_at(m, m->now_ns + jitter(m, tc->think_ns, 20), r->tenant, r->job, -1, 0);
+	}
+	r->next = m->free_reqs;
+	m->free_reqs = r;
+}
+
+static void pump(struct sim *m)
+{
+	struct sched_req *sr;
+	while ((sr = sched_dispatch(m->s, m->now_ns)))
+		dev_submit(m, (struct sim_req *)((char *)sr - offsetof(struct sim_req, sr)));
+	uint64_t d = sched_next_deadline(m->s);
+	if (d == SCHED_DEADLINE_NONE)
+		return;
+	if (d < m->now_ns)
+		d = m->now_ns;
+	if (m->timer_at_ns == SCHED_DEADLINE_NONE || d < m->timer_at_ns) {
+		m->timer_at_ns = d;
+		ev_push(m, (struct ev){ .at_ns = d, .type = EV_TIMER });
+	}
+}
+
+static uint64_t pct_of(const struct lat_vec *l, unsigned pct)
+{
+	if (!l->n)
+		return 0;
+	size_t i = (l->n - 1) * pct / 100;
+	return l->v[i];
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void results_fill(struct sim *m, struct sim_result *out)
+{
+	const struct sim_scenario *sc = m->sc;
+	double secs = (double)(sc->duration_ns - sc->warmup_ns) / 1e9;
+	uint64_t total = 0;
+	memset(out, 0, sizeof(*out));
+	out->ntenants = sc->ntenants;
+	for (uint32_t i = 0; i < sc->ntenants; i++)
+		total += m->ts[i].bytes;
+	for (uint32_t i = 0; i < sc->ntenants; i++) {
+		struct tstate *ts = &m->ts[i];
+		struct sim_tenant_result *tr = &out->t[i];
+		qsort(ts->lat.v, ts->lat.n, sizeof(*ts->lat.v), cmp_u64);
+		tr->ops = ts->ops;
+		tr->bytes = ts->bytes;
+		tr->mb_per_s = (double)ts->bytes / 1e6 / secs;
+		tr->share = total ? (double)ts->bytes / (double)total : 0;
+		tr->lat_p50_ns = pct_of(&ts->lat, 50);
+		tr->lat_p99_ns = pct_of(&ts->lat, 99);
+		tr->lat_max_ns = ts->lat.n ? ts->lat.v[ts->lat.n - 1] : 0;
+		sched_queue_stats(ts->q, &tr->st);
+	}
+	out->total_mb_per_s = (double)total / 1e6 / secs;
+	out->peak_rate = sched_peak_rate(m->s);
+}
+
+int sim_run(const struct sim_scenario *sc, const struct sched_params *p, struct sim_result *out)
+{
+	if (sc->ntenants > SIM_MAX_TENANTS || !sc->dev.slots || sc->warmup_ns >= sc->duration_ns)
+		return -EINVAL;
+	struct sched_params sp = *p;
+	if (sc->max_inflight)
+		sp.max_inflight = sc->max_inflight;
+	struct sim m = { .sc = sc, .rng = sc->seed, .timer_at_ns = SCHED_DEADLINE_NONE };
+	int err = sched_new(&sp, &m.s);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < sc->ntenants && !err; i++)
+		err = sched_queue_get(m.s, i + 1, sc->t[i].weight, &m.ts[i].q);
+	for (uint32_t i = 0; i < sc->ntenants && !err; i++)
+		for (uint32_t j = 0; j < sc->t[i].depth; j++)
+			arrive_at(&m, i * 1000 + j * 100, i, j, -1, 0);
+	while (!err && !m.err && m.nev) {
+		struct ev e = ev_pop(&m);
+		if (e.at_ns >= sc->duration_ns)
+			break;
+		m.now_ns = e.at_ns;
+		switch (e.type) {
+		case EV_ARRIVE:
+			on_arrive(&m, &e);
+			break;
+		case EV_DONE:
+			on_done(&m, e.r);
+			break;
+		case EV_TIMER:
+			if (e.at_ns == m.timer_at_ns)
+				m.timer_at_ns = SCHED_DEADLINE_NONE;
+			if (m.now_ns >= sched_next_deadline(m.s))
+				sched_timer(m.s, m.now_ns);
+			break;
+		}
+		pump(&m);
+	}
+	if (!err)
+		err = m.err;
+	if (!err)
+		results_fill(&m, out);
+	/* Requests still at the store or queued are simply dropped here. */
+	for (size_t i = 0; i < m.nallocs; i++)
+		free(m.allocs[i]);
+	free(m.allocs);
+	for (uint32_t i = 0; i < sc->ntenants; i++)
+		free(m.ts[i].lat.v);
+	free(m.heap);
+	sched_free(m.s);
+	return err;
+}

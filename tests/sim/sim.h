@@ -1,0 +1,91 @@
+/* Deterministic discrete-event simulator for the scheduler: a virtual clock,
+ * a store with N parallel slots and per-operation service times, and tenants
+ * that issue requests the way FUSE callers do. Shared by the Check tests and
+ * the fusesched-sim command. */
+#ifndef FUSESCHED_SIM_H
+#define FUSESCHED_SIM_H
+
+#include "fusesched/sched.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SIM_MAX_TENANTS 32u
+
+/* Service time of one request in a slot: base_ns + bytes * ps_per_byte/1000,
+ * times a uniform jitter of +-jitter_pct. Requests beyond the slots wait in
+ * the store's own FIFO, as in a device queue. */
+enum sim_cost { SIM_COST_READ, SIM_COST_WRITE, SIM_COST_DSYNC_WRITE, SIM_COST_FLUSH,
+		SIM_COST_NR };
+
+struct sim_device {
+	uint32_t slots;
+	uint64_t base_ns[SIM_COST_NR];
+	uint64_t ps_per_byte[SIM_COST_NR];
+	uint32_t jitter_pct;
+};
+
+struct sim_tenant {
+	const char *name;
+	uint32_t weight;
+	uint32_t depth;			/* jobs, each with one request at a time; 0: journal only */
+	uint64_t think_ns;		/* completion -> next request of the same job */
+	enum sched_op op;
+	uint64_t bytes;
+	bool sync;			/* the caller waits: reads, direct writes */
+	bool dsync;			/* writes pay the store's flush cost */
+	bool sequential;
+	uint64_t rate_bytes_per_s;	/* 0: unlimited */
+	/* >= 0: each completed request triggers one request of that tenant and
+	 * the job may go on only after that one completes (a journal pair). */
+	int journal;
+};
+
+struct sim_scenario {
+	const char *name;
+	const char *about;
+	struct sim_device dev;
+	uint32_t max_inflight;
+	uint32_t ntenants;
+	struct sim_tenant t[SIM_MAX_TENANTS];
+	uint64_t duration_ns, warmup_ns;
+	uint64_t seed;
+};
+
+struct sim_tenant_result {
+	uint64_t ops, bytes;
+	double mb_per_s, share;
+	uint64_t lat_p50_ns, lat_p99_ns, lat_max_ns;
+	struct sched_queue_stats st;
+};
+
+struct sim_result {
+	uint32_t ntenants;
+	struct sim_tenant_result t[SIM_MAX_TENANTS];
+	double total_mb_per_s;
+	uint64_t peak_rate;
+};
+
+/* 0 or negative errno. */
+int sim_run(const struct sim_scenario *sc, const struct sched_params *p, struct sim_result *out);
+
+/* The store of DESIGN.md section 9: ~110k IOPS 4k random reads at depth 16,
+ * ~5 GB/s large reads, dsync writes ~280 us. slots = 1 gives a serial store. */
+void sim_device_fast(struct sim_device *d, uint32_t slots);
+
+/* The field's lessons as scenarios (DESIGN.md sections 2 and 5). */
+void sim_scenario_s1_journal(struct sim_scenario *sc);
+void sim_scenario_s2_rate_limited(struct sim_scenario *sc, bool limited_present);
+void sim_scenario_s3_streaming(struct sim_scenario *sc, bool readers_present);
+void sim_scenario_s4_weights(struct sim_scenario *sc, uint32_t ntenants);
+void sim_scenario_s5_sync_reader(struct sim_scenario *sc, uint32_t slots, bool deep_present);
+
+/* Parameter sets compared in the table. */
+void sim_params_bfq(struct sched_params *p);
+void sim_params_fifo(struct sched_params *p);
+void sim_params_bfq_noinject(struct sched_params *p);
+void sim_params_bfq_noidle(struct sched_params *p);
+/* BFQ before think-time learning: a fixed window, no injection. */
+void sim_params_bfq_fixed_idle(struct sched_params *p);
+
+#endif
