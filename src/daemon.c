@@ -16,6 +16,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <syslog.h>
 #include <unistd.h>
 
 static int append_fuse_opt(struct daemon_options *o, const char *opt, char *err,
@@ -233,6 +234,12 @@ static void engine_params_from_config(const struct config *cfg, struct engine_pa
 	ep->sched.idle_fixed_ns = c->idle_mode == CONFIG_IDLE_FIXED ? (uint64_t)c->idle_us * 1000u : 0;
 }
 
+/* Once daemonized, stderr is /dev/null: messages go to syslog instead. */
+static void log_to_syslog(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	vsyslog((int)level, fmt, ap);
+}
+
 int daemon_run(const struct daemon_options *o)
 {
 	int status = preflight(o);
@@ -305,6 +312,10 @@ int daemon_run(const struct daemon_options *o)
 	}
 	if (fuse_daemonize(o->foreground) != 0)
 		goto out_unmount;
+	if (!o->foreground) {
+		openlog("fusesched", LOG_PID, LOG_DAEMON);
+		fuse_set_log_func(log_to_syslog);
+	}
 	/* After daemonizing: the reactor thread must live in the daemon process. */
 	if (engine_start(engine) < 0) {
 		fprintf(stderr, "fusesched: cannot start the io_uring engine thread\n");

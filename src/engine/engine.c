@@ -57,6 +57,7 @@ struct engine {
 	uint64_t weights_epoch;
 	uint64_t next_retire_ns;
 	uint64_t next_publish_ns;
+	uint64_t error_logged_ns;      /* rate limit for backing-store error lines */
 	uint32_t ring_inflight;        /* request SQEs not yet completed */
 };
 
@@ -93,6 +94,15 @@ static enum sched_op sched_op_of(enum datapath_op op)
 		break;
 	}
 	return SCHED_OP_OTHER;
+}
+
+/* Aligned for O_DIRECT backing files. */
+static void *buffer_alloc(uint64_t bytes)
+{
+	size_t rounded = bytes ? (size_t)bytes : 1;
+	rounded = (rounded + BUFFER_ALIGN_BYTES - 1) & ~(size_t)(BUFFER_ALIGN_BYTES - 1);
+	void *p = NULL;
+	return posix_memalign(&p, BUFFER_ALIGN_BYTES, rounded) ? NULL : p;
 }
 
 static void wake_reactor(struct engine *e)
@@ -134,17 +144,19 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->fallocate_mode = r->fallocate_mode;
 	er->tenant = tenant_of(e, r);
 	er->submit_ns = now_ns();
-	if (r->op == DATAPATH_READ || r->op == DATAPATH_WRITE) {
-		/* Aligned for O_DIRECT backing files; the payload is copied before we return. */
-		size_t bytes = r->size_bytes ? r->size_bytes : 1;
-		bytes = (bytes + BUFFER_ALIGN_BYTES - 1) & ~(size_t)(BUFFER_ALIGN_BYTES - 1);
-		if (posix_memalign(&er->buf, BUFFER_ALIGN_BYTES, bytes)) {
+	/*
+	 * A write's payload lives in the worker's buffer, which is reused once we
+	 * return: copy it now. A read gets its buffer only when dispatched, so
+	 * queued reads cost no payload memory.
+	 */
+	if (r->op == DATAPATH_WRITE) {
+		er->buf = buffer_alloc(r->size_bytes);
+		if (!er->buf) {
 			free(er);
 			fuse_reply_err(r->req, ENOMEM);
 			return;
 		}
-		if (r->op == DATAPATH_WRITE)
-			memcpy(er->buf, r->write_data, r->size_bytes);
+		memcpy(er->buf, r->write_data, r->size_bytes);
 	}
 	er->sched.op = sched_op_of(r->op);
 	er->sched.bytes = r->size_bytes;
@@ -250,8 +262,27 @@ static void finish(struct engine *e, struct engine_req *er, int res, uint64_t no
 	atomic_fetch_add_explicit(&e->completed, 1, memory_order_relaxed);
 }
 
+static const char *op_name(enum datapath_op op)
+{
+	static const char *const names[] = {"read", "write", "fsync", "fdatasync", "fallocate",
+					    "copy_file_range"};
+	return names[op];
+}
+
+/* The caller gets the errno; the operator gets a line, at most one a second. */
+static void log_backing_error(struct engine *e, const struct engine_req *er, int res, uint64_t now)
+{
+	if (now < e->error_logged_ns + 1000000000u)
+		return;
+	e->error_logged_ns = now;
+	fuse_log(FUSE_LOG_ERR, "fusesched: backing %s failed: %s (tenant %u)\n", op_name(er->op),
+		 strerror(-res), er->tenant);
+}
+
 static void reply_and_finish(struct engine *e, struct engine_req *er, int res, uint64_t now)
 {
+	if (res < 0)
+		log_backing_error(e, er, res, now);
 	switch (er->op) {
 	case DATAPATH_READ:
 		if (res < 0 && er->done_bytes == 0)
@@ -292,6 +323,10 @@ static void issue(struct engine *e, struct engine_req *er, uint64_t now)
 {
 	if (er->op == DATAPATH_COPY_RANGE) {
 		run_copy_range(e, er, now);
+		return;
+	}
+	if (er->op == DATAPATH_READ && !er->buf && !(er->buf = buffer_alloc(er->size_bytes))) {
+		reply_and_finish(e, er, -ENOMEM, now);
 		return;
 	}
 	struct io_uring_sqe *sqe = get_sqe(e);

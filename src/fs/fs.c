@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 void fs_options_default(struct fs_options *o)
@@ -87,6 +89,22 @@ int fs_check_name(const char *name)
 	return 0;
 }
 
+/* Once a minute at most: a tree walk past the limit would otherwise flood the log. */
+static void log_fd_exhausted(struct fs *fs, int err)
+{
+	uint64_t now_s = (uint64_t)time(NULL);
+	uint64_t last = atomic_load_explicit(&fs->fd_exhausted_logged_s, memory_order_relaxed);
+	if (now_s < last + 60 ||
+	    !atomic_compare_exchange_strong(&fs->fd_exhausted_logged_s, &last, now_s))
+		return;
+	struct rlimit rl = {0};
+	getrlimit(RLIMIT_NOFILE, &rl);
+	fuse_log(FUSE_LOG_ERR,
+		 "fusesched: out of file descriptors (%s, limit %llu): lookups fail with %s until "
+		 "the kernel forgets inodes; raise the hard RLIMIT_NOFILE of the daemon\n",
+		 strerror(-err), (unsigned long long)rl.rlim_cur, err == -EMFILE ? "EMFILE" : "ENFILE");
+}
+
 int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,
 		    struct fuse_entry_param *e)
 {
@@ -100,8 +118,12 @@ int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,
 	if (parent == FUSE_ROOT_ID && strcmp(name, "..") == 0)
 		name = ".";
 	int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		r = -errno;
+		if (r == -EMFILE || r == -ENFILE)
+			log_fd_exhausted(fs, r);
+		return r;
+	}
 	memset(e, 0, sizeof(*e));
 	if (fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
 		r = -errno;

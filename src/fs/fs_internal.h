@@ -13,6 +13,7 @@ struct fs {
 	struct fs_options opts;
 	struct inode_table *inodes;
 	struct datapath *datapath;
+	atomic_uint_fast64_t fd_exhausted_logged_s; /* rate limit for the EMFILE log line */
 };
 
 /* An open regular file: fuse_file_info.fh points at one. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -52,6 +53,12 @@ void test_mount_start(struct test_mount *m, const char *const *extra_args)
 	if (m->daemon_pid < 0)
 		die("fork");
 	if (m->daemon_pid == 0) {
+		/* A test may give the daemon a low descriptor limit (hard, so it cannot raise it). */
+		const char *nofile = getenv("FUSESCHED_TEST_NOFILE");
+		if (nofile) {
+			rlim_t n = (rlim_t)strtoul(nofile, NULL, 10);
+			setrlimit(RLIMIT_NOFILE, &(struct rlimit){n, n});
+		}
 		execv(argv[0], (char **)argv);
 		_exit(127);
 	}

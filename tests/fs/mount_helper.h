@@ -15,7 +15,8 @@ struct test_mount {
 /*
  * Creates ROOT/backing and ROOT/mnt and mounts with `fusesched mount -f`
  * plus extra_args (NULL-terminated, may be NULL). Aborts the test run if the
- * mount does not appear.
+ * mount does not appear. FUSESCHED_TEST_NOFILE=N in the environment gives
+ * the daemon a hard descriptor limit of N.
  */
 void test_mount_start(struct test_mount *m, const char *const *extra_args);
 /* Unmounts, reaps the daemon, removes the directories; returns its exit status. */

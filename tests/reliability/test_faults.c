@@ -1,0 +1,189 @@
+/* Faults underneath and around the daemon: crashes, descriptor limits, broken backing stores. */
+#include "mount_helper.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void write_all(const char *path, const char *data, bool do_fsync)
+{
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, data, strlen(data)), (ssize_t)strlen(data));
+	if (do_fsync)
+		ck_assert_int_eq(fsync(fd), 0);
+	ck_assert_int_eq(close(fd), 0);
+}
+
+START_TEST(kill9_gives_enotconn_and_keeps_fsynced_data)
+{
+	struct test_mount m;
+	test_mount_start(&m, NULL);
+	write_all(test_mnt_path(&m, "durable"), "fsynced before the crash", true);
+	ck_assert_int_eq(kill(m.daemon_pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(m.daemon_pid, NULL, 0), m.daemon_pid);
+	m.daemon_pid = 0;
+	/* The mount is still there but dead: callers get ENOTCONN at once, not a hang. */
+	struct stat st;
+	ck_assert_int_eq(stat(test_mnt_path(&m, "durable"), &st), -1);
+	ck_assert_int_eq(errno, ENOTCONN);
+	char buf[64] = {0};
+	int fd = open(test_backing_path(&m, "durable"), O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_gt(read(fd, buf, sizeof(buf) - 1), 0);
+	close(fd);
+	ck_assert_str_eq(buf, "fsynced before the crash");
+	/* The documented recovery: unmount the dead mount, mount again. */
+	ck_assert_int_eq(test_sh("fusermount3 -u '%s'", m.mnt), 0);
+	struct test_mount again = m;
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(FUSESCHED_BIN, FUSESCHED_BIN, "mount", m.backing, m.mnt, "-f", (char *)NULL);
+		_exit(127);
+	}
+	again.daemon_pid = pid;
+	for (int i = 0; i < 500 && !test_is_fuse_mount(m.mnt); i++)
+		usleep(10000);
+	ck_assert(test_is_fuse_mount(m.mnt));
+	fd = open(test_mnt_path(&again, "durable"), O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	test_mount_require_clean_exit(test_mount_stop(&again));
+}
+END_TEST
+
+START_TEST(descriptor_exhaustion_is_emfile_and_recovers)
+{
+	/* A daemon whose hard limit is low: each looked-up inode pins a descriptor. */
+	struct test_mount m;
+	char limit_env[] = "FUSESCHED_TEST_NOFILE=200";
+	putenv(limit_env);
+	test_mount_start(&m, NULL);
+	unsetenv("FUSESCHED_TEST_NOFILE");
+	ck_assert_int_eq(mkdir(test_backing_path(&m, "tree"), 0755), 0);
+	char rel[64];
+	for (int i = 0; i < 600; i++) {
+		snprintf(rel, sizeof(rel), "tree/f%d", i);
+		int fd = open(test_backing_path(&m, rel), O_CREAT | O_WRONLY, 0644);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+	}
+	int emfile = 0, ok = 0, other = 0;
+	for (int i = 0; i < 600; i++) {
+		snprintf(rel, sizeof(rel), "tree/f%d", i);
+		struct stat st;
+		if (stat(test_mnt_path(&m, rel), &st) == 0)
+			ok++;
+		else if (errno == EMFILE || errno == ENFILE)
+			emfile++;
+		else
+			other++;
+	}
+	ck_assert_int_gt(ok, 0);
+	ck_assert_int_gt(emfile, 0);
+	ck_assert_int_eq(other, 0);
+	/* The daemon still serves what it can... */
+	ck_assert(test_is_fuse_mount(m.mnt));
+	/* ...and once the kernel forgets inodes, the rest works again. */
+	ck_assert_int_eq(test_sh("echo 2 > /proc/sys/vm/drop_caches"), 0);
+	int recovered = 0;
+	for (int i = 599; i >= 0 && recovered < 50; i--) {
+		snprintf(rel, sizeof(rel), "tree/f%d", i);
+		struct stat st;
+		if (stat(test_mnt_path(&m, rel), &st) == 0)
+			recovered++;
+	}
+	ck_assert_int_eq(recovered, 50);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+START_TEST(read_only_backing_gives_erofs)
+{
+	struct test_mount m;
+	test_mount_start(&m, NULL);
+	ck_assert_int_eq(mkdir(test_backing_path(&m, "ro"), 0755), 0);
+	write_all(test_backing_path(&m, "ro/existing"), "old", false);
+	ck_assert_int_eq(test_sh("mount --bind '%s' '%s' && mount -o remount,bind,ro '%s'",
+				 test_backing_path(&m, "ro"), test_backing_path(&m, "ro"),
+				 test_backing_path(&m, "ro")), 0);
+	int fd = open(test_mnt_path(&m, "ro/new"), O_CREAT | O_WRONLY, 0644);
+	int create_errno = fd < 0 ? errno : 0;
+	fd = open(test_mnt_path(&m, "ro/existing"), O_WRONLY);
+	int write_errno = fd < 0 ? errno : 0;
+	char buf[8] = {0};
+	fd = open(test_mnt_path(&m, "ro/existing"), O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	test_sh("umount -l '%s'", test_backing_path(&m, "ro"));
+	ck_assert_int_eq(create_errno, EROFS);
+	ck_assert_int_eq(write_errno, EROFS);
+	ck_assert_int_eq(n, 3);
+	ck_assert_str_eq(buf, "old");
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+START_TEST(backing_directory_removed_underneath)
+{
+	struct test_mount m;
+	test_mount_start(&m, NULL);
+	ck_assert_int_eq(mkdir(test_mnt_path(&m, "gone"), 0755), 0);
+	write_all(test_mnt_path(&m, "gone/f"), "x", false);
+	int dfd = open(test_mnt_path(&m, "gone"), O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dfd, 0);
+	/* Someone removes the directory on the backing side, behind the daemon's back. */
+	ck_assert_int_eq(test_sh("rm -rf '%s'", test_backing_path(&m, "gone")), 0);
+	ck_assert_int_eq(openat(dfd, "new", O_CREAT | O_WRONLY, 0644), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	close(dfd);
+	/* Once the kernel's entry cache (1 s) expires, the name is gone for callers too. */
+	struct stat st;
+	int r = 0;
+	for (int i = 0; i < 100 && (r = stat(test_mnt_path(&m, "gone/f"), &st)) == 0; i++)
+		usleep(50000);
+	ck_assert_int_eq(r, -1);
+	ck_assert_int_eq(errno, ENOENT);
+	/* Renaming the backing root itself: the daemon keeps serving through its descriptor. */
+	char moved[600];
+	snprintf(moved, sizeof(moved), "%s/moved", m.root);
+	ck_assert_int_eq(rename(m.backing, moved), 0);
+	write_all(test_mnt_path(&m, "after-rename"), "still served", false);
+	snprintf(moved, sizeof(moved), "%s/moved/after-rename", m.root);
+	ck_assert_int_eq(access(moved, F_OK), 0);
+	snprintf(moved, sizeof(moved), "%s/moved", m.root);
+	ck_assert_int_eq(rename(moved, m.backing), 0);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+static Suite *faults_suite(void)
+{
+	Suite *s = suite_create("faults");
+	TCase *tc = tcase_create("faults");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, kill9_gives_enotconn_and_keeps_fsynced_data);
+	tcase_add_test(tc, descriptor_exhaustion_is_emfile_and_recovers);
+	tcase_add_test(tc, read_only_backing_gives_erofs);
+	tcase_add_test(tc, backing_directory_removed_underneath);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(faults_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
