@@ -167,7 +167,8 @@ void tenant_parse_mountinfo(const char *text, size_t len,
 
 		for (int i = 0; i < 5 && ok; i++)
 			ok = next_field(&q, eol, &f[i], &fl[i]);
-		sep = ok ? strstr(q, " - ") : NULL;
+		/* The text is not NUL-terminated: search only this line. */
+		sep = ok ? memmem(q, (size_t)(eol - q), " - ", 3) : NULL;
 		if (sep && sep < eol) {
 			q = sep + 3;
 			ok = next_field(&q, eol, &type, &type_len) &&
