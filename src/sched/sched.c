@@ -809,8 +809,12 @@ static void inject_learn(struct sched *s, struct sched_queue *q, const struct sc
 						  ? r->others_inflight + 1 : s->p.max_inflight - 1;
 		return;
 	}
-	uint32_t lim = q->inject_limit < r->others_inflight ? q->inject_limit : r->others_inflight;
-	q->inject_limit = lim ? lim - 1 : 0;
+	/* Slowed with k others in flight: at most k - 1 may be injected. More
+	 * than the limit in flight means the others had the store in their own
+	 * right, which says nothing about injection. */
+	if (r->others_inflight > q->inject_limit)
+		return;
+	q->inject_limit = r->others_inflight - 1;
 	if (!q->inject_limit)
 		q->inject_zero_ns = now_ns;
 }

@@ -8,9 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Virtual time is bytes * WF2Q_SCALE / weight: with weights <= 1000 the
- * rounding loss per charge stays below one byte at weight 1000. */
-#define WF2Q_SCALE 1024u
+/* Virtual time is bytes * WF2Q_SCALE / weight. The scale keeps V moving
+ * when 10,000 tenants of weight 1000 share a 4 KiB request (sum of weights
+ * 1e7), and leaves 2^44 bytes per weight unit before the signed compare
+ * would have to care about wrapping. */
+#define WF2Q_SCALE (1u << 20)
 
 struct wf2q_entity {
 	uint64_t start_vt, finish_vt;

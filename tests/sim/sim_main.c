@@ -31,11 +31,14 @@ static void print_result(const struct sim_scenario *sc, const char *policy, cons
 		while (j < r->ntenants && !strcmp(sc->t[j].name, sc->t[i].name))
 			j++;
 		double mb = 0, share = 0;
-		uint64_t p50 = 0, p99 = 0, max = 0;
+		uint64_t p50 = 0, p99 = 0, max = 0, idle = 0, inj = 0;
 		for (uint32_t k = i; k < j; k++) {
 			const struct sim_tenant_result *t = &r->t[k];
 			mb += t->mb_per_s;
 			share += t->share;
+			idle += t->st.idle_windows;
+			for (int x = 0; x < SCHED_INJECT_NR; x++)
+				inj += t->st.injected_ops[x];
 			p50 = t->lat_p50_ns > p50 ? t->lat_p50_ns : p50;
 			p99 = t->lat_p99_ns > p99 ? t->lat_p99_ns : p99;
 			max = t->lat_max_ns > max ? t->lat_max_ns : max;
@@ -45,8 +48,9 @@ static void print_result(const struct sim_scenario *sc, const char *policy, cons
 			snprintf(name, sizeof(name), "%s x%u", sc->t[i].name, j - i);
 		else
 			snprintf(name, sizeof(name), "%s", sc->t[i].name);
-		printf("  %-13s %-16s %4u %10.2f %6.1f%% %9.0f %9.0f %9.0f\n", policy, name,
-		       sc->t[i].weight, mb, share * 100, p50 / 1e3, p99 / 1e3, max / 1e3);
+		printf("  %-13s %-16s %4u %10.2f %6.1f%% %9.0f %9.0f %9.0f %7lu %7lu\n", policy, name,
+		       sc->t[i].weight, mb, share * 100, p50 / 1e3, p99 / 1e3, max / 1e3,
+		       (unsigned long)idle, (unsigned long)inj);
 		i = j;
 	}
 	printf("  %-13s %-16s %4s %10.2f\n", policy, "total", "", r->total_mb_per_s);
@@ -56,8 +60,8 @@ static int run_table(const struct sim_scenario *sc, unsigned which)
 {
 	printf("\n%s: %s (%u slots, max_inflight %u, %.1f s)\n", sc->name, sc->about, sc->dev.slots,
 	       sc->max_inflight, (double)sc->duration_ns / 1e9);
-	printf("  %-13s %-16s %4s %10s %7s %9s %9s %9s\n", "policy", "tenant", "wt", "MB/s",
-	       "share", "p50 us", "p99 us", "max us");
+	printf("  %-13s %-16s %4s %10s %7s %9s %9s %9s %7s %7s\n", "policy", "tenant", "wt", "MB/s",
+	       "share", "p50 us", "p99 us", "max us", "idled", "inject");
 	for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
 		if (!(which & (1u << i)))
 			continue;
@@ -74,6 +78,22 @@ static int run_table(const struct sim_scenario *sc, unsigned which)
 	return 0;
 }
 
+/* The reference the property is measured against: the tenant alone. */
+static int run_solo(const struct sim_scenario *sc, void (*set)(struct sched_params *p))
+{
+	struct sched_params p;
+	struct sim_result r;
+	set(&p);
+	int err = sim_run(sc, &p, &r);
+	if (err) {
+		fprintf(stderr, "fusesched-sim: %s: %s\n", sc->name, strerror(-err));
+		return 1;
+	}
+	printf("  %-13s %-16s %4u %10.2f\n", "alone", sc->t[0].name, sc->t[0].weight,
+	       r.t[0].mb_per_s);
+	return 0;
+}
+
 static int table(void)
 {
 	struct sim_scenario sc;
@@ -82,8 +102,12 @@ static int table(void)
 	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOINJ);
 	sim_scenario_s2_rate_limited(&sc, true);
 	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOINJ | P_FIXED);
+	sim_scenario_s2_rate_limited(&sc, false);
+	rc |= run_solo(&sc, sim_params_bfq);
 	sim_scenario_s3_streaming(&sc, true);
 	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOINJ);
+	sim_scenario_s3_streaming(&sc, false);
+	rc |= run_solo(&sc, sim_params_fifo);
 	sim_scenario_s4_weights(&sc, 2);
 	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOINJ);
 	sim_scenario_s4_weights(&sc, 3);
@@ -92,6 +116,8 @@ static int table(void)
 	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOINJ | P_NOIDLE);
 	sim_scenario_s5_sync_reader(&sc, 16, true);
 	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOINJ | P_NOIDLE);
+	sim_scenario_s5_sync_reader(&sc, 16, false);
+	rc |= run_solo(&sc, sim_params_bfq);
 	return rc;
 }
 
@@ -188,7 +214,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	printf("fusesched-sim: throughput MB/s and share in the measured window (after 10%% warm-up);\n"
-	       "latency from enqueue to completion. Rows of identical tenants are summed\n"
-	       "(MB/s, share) or maxed (latencies).\n");
+	       "latency from enqueue to completion; idled: idle windows granted to the tenant;\n"
+	       "inject: its requests let in while another was in service. Rows of identical\n"
+	       "tenants are summed (MB/s, share, counts) or maxed (latencies). 'alone': the\n"
+	       "first tenant by itself, the reference of S2, S3 and S5.\n");
 	return table();
 }
