@@ -423,9 +423,7 @@ static void budget_feedback(struct sched *s, struct sched_queue *q, enum sched_e
 	case SCHED_EXPIRE_TIMEOUT:	/* slow, not greedy: keep it */
 	case SCHED_EXPIRE_PREEMPTED:
 		break;
-	case SCHED_EXPIRE_EMPTIED:	/* it needed only what it used */
-	case SCHED_EXPIRE_TOO_IDLE:
-	case SCHED_EXPIRE_NR:
+	default:			/* emptied, too idle: it needed what it used */
 		b = q->slice_service_bytes;
 		break;
 	}

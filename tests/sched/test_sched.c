@@ -215,8 +215,8 @@ END_TEST
 
 /* Runs n dispatch/complete cycles at depth 1 with both tenants backlogged,
  * refilling each, and counts what each got. */
-static void run_backlogged(struct sched *s, struct sched_queue **q, struct sched_req *pool,
-			   int nq, int n, uint64_t *now, uint64_t *got)
+static void run_backlogged(struct sched *s, struct sched_queue **q, int nq, int n,
+			   uint64_t *now, uint64_t *got)
 {
 	for (int i = 0; i < n; i++) {
 		struct sched_req *r = sched_dispatch(s, *now);
@@ -235,7 +235,6 @@ static void run_backlogged(struct sched *s, struct sched_queue **q, struct sched
 		req_init(r, r->queue, SCHED_OP_READ, 4096);
 		sched_enqueue(s, r, *now);
 	}
-	(void)pool;
 }
 
 START_TEST(weight_change_while_backlogged)
@@ -248,13 +247,13 @@ START_TEST(weight_change_while_backlogged)
 		sched_enqueue(s, &pool[i], 0);
 	}
 	uint64_t now = 0, got[2] = { 0, 0 };
-	run_backlogged(s, q, pool, 2, 4000, &now, got);
+	run_backlogged(s, q, 2, 4000, &now, got);
 	double before = (double)got[0] / (double)got[1];
 	ck_assert_double_gt(before, 0.9);
 	ck_assert_double_lt(before, 1.1);
 	ck_assert_int_eq(sched_queue_set_weight(s, q[0], 300), 0);
 	got[0] = got[1] = 0;
-	run_backlogged(s, q, pool, 2, 8000, &now, got);
+	run_backlogged(s, q, 2, 8000, &now, got);
 	double after = (double)got[0] / (double)got[1];
 	ck_assert_msg(after > 2.7 && after < 3.3, "after weight change %.2f", after);
 	sched_free(s);
@@ -274,7 +273,7 @@ START_TEST(vtime_after_long_idle)
 		sched_enqueue(s, &pool[i], 0);
 	}
 	uint64_t now = 0, got[2] = { 0, 0 };
-	run_backlogged(s, q, pool, 2, 3000, &now, got);	/* a alone */
+	run_backlogged(s, q, 2, 3000, &now, got);	/* a alone */
 	for (int guard = 0; sched_inflight(s) || sched_pending(s); guard++) {
 		ck_assert_int_lt(guard, 100);
 		struct sched_req *r = sched_dispatch(s, now);
@@ -289,7 +288,7 @@ START_TEST(vtime_after_long_idle)
 		sched_enqueue(s, &pool[i], now);
 	}
 	got[0] = got[1] = 0;
-	run_backlogged(s, q, pool, 2, 4000, &now, got);
+	run_backlogged(s, q, 2, 4000, &now, got);
 	double r = (double)got[0] / (double)got[1];
 	ck_assert_msg(r > 0.9 && r < 1.1, "after long idle %.2f", r);
 	sched_free(s);
@@ -306,7 +305,7 @@ START_TEST(no_credit_for_staying_away)
 		sched_enqueue(s, &pool[i], 0);
 	}
 	uint64_t now = 0, got[2] = { 0, 0 };
-	run_backlogged(s, q, pool, 2, 4000, &now, got);	/* b alone, a away */
+	run_backlogged(s, q, 2, 4000, &now, got);	/* b alone, a away */
 	/* a comes back: from here on both are served 1:1, a gets no burst */
 	struct sched_req extra[8];
 	for (int i = 0; i < 8; i++) {
@@ -314,10 +313,78 @@ START_TEST(no_credit_for_staying_away)
 		sched_enqueue(s, &extra[i], now);
 	}
 	got[0] = got[1] = 0;
-	run_backlogged(s, q, pool, 2, 400, &now, got);
+	run_backlogged(s, q, 2, 400, &now, got);
 	ck_assert_msg(got[0] <= got[1] * 3 / 2 + 256 * 1024, "returning tenant got %lu vs %lu",
 		      (unsigned long)got[0], (unsigned long)got[1]);
 	ck_assert_uint_gt(got[0], 0);
+	sched_free(s);
+}
+END_TEST
+
+/* A tenant whose arrivals keep following another's completions learns that
+ * one as its waker; a busy neighbour completing at random does not qualify. */
+START_TEST(waker_detected)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 8);
+	struct sched_queue *w = queue(s, 1, 100), *j = queue(s, 2, 100);
+	struct sched_req rw, rj;
+	uint64_t now = 0;
+	for (int round = 0; round < 6; round++) {
+		req_init(&rw, w, SCHED_OP_WRITE, 512);
+		rw.sync = true;
+		sched_enqueue(s, &rw, now);
+		struct sched_req *r = sched_dispatch(s, now);
+		ck_assert_ptr_eq(r, &rw);
+		now += 250 * US;
+		sched_complete(s, r, now);
+		now += 10 * US;
+		req_init(&rj, j, SCHED_OP_WRITE, 4096);	/* the journal commit */
+		rj.sync = true;
+		sched_enqueue(s, &rj, now);
+		for (int g = 0; !(r = sched_dispatch(s, now)); g++) {
+			ck_assert_int_lt(g, 3);
+			sched_timer(s, now = sched_next_deadline(s));
+		}
+		ck_assert_ptr_eq(r, &rj);
+		now += 250 * US;
+		sched_complete(s, r, now);
+		now += 20 * US;	/* the writer wakes up */
+	}
+	struct sched_queue_stats st;
+	sched_queue_stats(w, &st);
+	ck_assert(st.has_waker);
+	ck_assert_uint_eq(st.waker_id, 2);
+	sched_queue_stats(j, &st);
+	ck_assert(st.has_waker);	/* and the other way round */
+	ck_assert_uint_eq(st.waker_id, 1);
+	sched_free(s);
+}
+END_TEST
+
+/* fsync moves no bytes but holds the store: it is charged by the time it
+ * held it, converted at the fastest per-request rate seen, never more. */
+START_TEST(fsync_charged_by_time_held)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 1);
+	struct sched_queue *q = queue(s, 1, 100);
+	struct sched_req r;
+	uint64_t now = 0;
+	for (int i = 0; i < 40; i++) {	/* 4 KiB in 10 us: 409.6 bytes/us */
+		req_init(&r, q, SCHED_OP_READ, 4096);
+		sched_enqueue(s, &r, now);
+		ck_assert_ptr_eq(sched_dispatch(s, now), &r);
+		sched_complete(s, &r, now += 10 * US);
+	}
+	struct sched_queue_stats before, after;
+	sched_queue_stats(q, &before);
+	req_init(&r, q, SCHED_OP_FSYNC, 0);
+	sched_enqueue(s, &r, now);
+	ck_assert_ptr_eq(sched_dispatch(s, now), &r);
+	sched_complete(s, &r, now += 100 * US);
+	sched_queue_stats(q, &after);
+	uint64_t charged = after.charged_bytes - before.charged_bytes;
+	ck_assert_uint_gt(charged, 100 * 4096 / 10 / 2);
+	ck_assert_uint_le(charged, 100 * 4096 / 10);
 	sched_free(s);
 }
 END_TEST
@@ -545,6 +612,8 @@ int main(void)
 	tcase_add_test(tc, weight_change_while_backlogged);
 	tcase_add_test(tc, vtime_after_long_idle);
 	tcase_add_test(tc, no_credit_for_staying_away);
+	tcase_add_test(tc, waker_detected);
+	tcase_add_test(tc, fsync_charged_by_time_held);
 	tcase_add_test(tc, s6_engine_matches_reference);
 	tcase_add_test(tc, s6_random_sequences_consistent);
 	suite_add_tcase(s, tc);

@@ -152,6 +152,9 @@ START_TEST(s5_parallel_work_conserving)
 	ck_assert_msg(bfq.total_mb_per_s >= 0.8 * fifo.total_mb_per_s, "total %.1f fifo %.1f",
 		      bfq.total_mb_per_s, fifo.total_mb_per_s);
 	ck_assert_double_gt(bfq.t[1].mb_per_s, 0.8 * (fifo.total_mb_per_s - a_solo));
+	/* the learned injection limit is what lets the deep reader fill the store */
+	ck_assert_uint_gt(bfq.t[0].st.inject_limit, 8);
+	ck_assert_uint_gt(bfq.t[1].st.injected_ops[SCHED_INJECT_GENERAL], 1000);
 	/* under fifo the depth-1 reader's throughput falls with the other's depth */
 	ck_assert_double_lt(fifo.t[0].mb_per_s, 0.5 * a_solo);
 	sc.t[1].depth = 32;
