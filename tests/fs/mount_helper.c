@@ -53,18 +53,20 @@ void test_mount_start(struct test_mount *m, const char *const *extra_args)
 	if (m->daemon_pid < 0)
 		die("fork");
 	if (m->daemon_pid == 0) {
-		/* A test may give the daemon a low descriptor limit (hard, so it cannot raise it). */
-		const char *nofile = getenv("FUSESCHED_TEST_NOFILE");
-		if (nofile) {
-			rlim_t n = (rlim_t)strtoul(nofile, NULL, 10);
-			setrlimit(RLIMIT_NOFILE, &(struct rlimit){n, n});
-		}
 		execv(argv[0], (char **)argv);
 		_exit(127);
 	}
 	for (int i = 0; i < 1000; i++) {
-		if (test_is_fuse_mount(m->mnt))
+		if (test_is_fuse_mount(m->mnt)) {
+			/* Lowered once it runs: the daemon raises its own limit at start. */
+			const char *nofile = getenv("FUSESCHED_TEST_NOFILE");
+			if (nofile) {
+				rlim_t n = (rlim_t)strtoul(nofile, NULL, 10);
+				if (prlimit(m->daemon_pid, RLIMIT_NOFILE, &(struct rlimit){n, n}, NULL) < 0)
+					die("prlimit");
+			}
 			return;
+		}
 		int status;
 		if (waitpid(m->daemon_pid, &status, WNOHANG) == m->daemon_pid) {
 			fprintf(stderr, "test_mount: daemon exited (status %d) before mounting\n", status);
