@@ -43,6 +43,8 @@ int fs_new(const struct fs_options *o, struct datapath *dp, struct fs **out,
 	}
 	fs->opts = *o;
 	fs->datapath = dp;
+	pthread_mutex_init(&fs->handles_lock, NULL);
+	fs->handles.prev = fs->handles.next = &fs->handles;
 	int r = inode_table_new(root_fd, &fs->inodes);
 	if (r) {
 		close(root_fd);
@@ -59,8 +61,33 @@ void fs_free(struct fs *fs)
 {
 	if (!fs)
 		return;
+	while (fs->handles.next != &fs->handles) {
+		struct fs_handle *h = fs->handles.next;
+		fs_handle_untrack(fs, h);
+		h->close(fs, h);
+	}
+	pthread_mutex_destroy(&fs->handles_lock);
 	inode_table_free(fs->inodes);
 	free(fs);
+}
+
+void fs_handle_track(struct fs *fs, struct fs_handle *h)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	h->next = fs->handles.next;
+	h->prev = &fs->handles;
+	h->next->prev = h;
+	fs->handles.next = h;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+void fs_handle_untrack(struct fs *fs, struct fs_handle *h)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	h->prev->next = h->next;
+	h->next->prev = h->prev;
+	h->prev = h->next = h;
+	pthread_mutex_unlock(&fs->handles_lock);
 }
 
 uint64_t fs_inode_count(struct fs *fs)

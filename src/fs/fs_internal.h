@@ -7,10 +7,23 @@
 #include "fusesched/fs.h"
 #include "fusesched/inode.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
+
+/*
+ * Every open file and directory handle is on the fs's list, so handles the
+ * kernel never released (the daemon was stopped with files open) are
+ * closed at shutdown instead of leaking.
+ */
+struct fs_handle {
+	struct fs_handle *prev, *next;
+	void (*close)(struct fs *fs, struct fs_handle *h);
+};
 
 struct fs {
 	struct fs_options opts;
+	pthread_mutex_t handles_lock;
+	struct fs_handle handles;            /* list head */
 	struct inode_table *inodes;
 	struct datapath *datapath;
 	atomic_uint_fast64_t fd_exhausted_logged_s; /* rate limit for the EMFILE log line */
@@ -18,6 +31,7 @@ struct fs {
 
 /* An open regular file: fuse_file_info.fh points at one. */
 struct fs_file {
+	struct fs_handle handle;
 	struct datapath_file data;
 	/*
 	 * The file had setuid/setgid bits at open: a write by a non-owner must
@@ -36,6 +50,9 @@ static inline struct fs_file *fs_file_of(const struct fuse_file_info *fi)
 {
 	return (struct fs_file *)(uintptr_t)fi->fh;
 }
+
+void fs_handle_track(struct fs *fs, struct fs_handle *h);
+void fs_handle_untrack(struct fs *fs, struct fs_handle *h);
 
 /* "/proc/self/fd/N": reopens or acts on an O_PATH descriptor's file. */
 #define FS_PROC_PATH_BYTES 32

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 struct fs_dir {
+	struct fs_handle handle;
 	DIR *stream;
 	off_t offset;          /* position the stream is at */
 	struct dirent *pending; /* read but not yet returned (did not fit) */
@@ -17,6 +18,14 @@ struct fs_dir {
 static struct fs_dir *dir_of(const struct fuse_file_info *fi)
 {
 	return (struct fs_dir *)(uintptr_t)fi->fh;
+}
+
+static void dir_close(struct fs *fs, struct fs_handle *h)
+{
+	(void)fs;
+	struct fs_dir *d = (struct fs_dir *)h;
+	closedir(d->stream);
+	free(d);
 }
 
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -39,10 +48,13 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, e);
 		return;
 	}
+	struct fs *fs = fs_of(req);
+	d->handle.close = dir_close;
+	fs_handle_track(fs, &d->handle);
 	fi->fh = (uintptr_t)d;
 	if (fuse_reply_open(req, fi) < 0) {
-		closedir(d->stream);
-		free(d);
+		fs_handle_untrack(fs, &d->handle);
+		dir_close(fs, &d->handle);
 	}
 }
 
@@ -150,9 +162,10 @@ void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
+	struct fs *fs = fs_of(req);
 	struct fs_dir *d = dir_of(fi);
-	closedir(d->stream);
-	free(d);
+	fs_handle_untrack(fs, &d->handle);
+	dir_close(fs, &d->handle);
 	fuse_reply_err(req, 0);
 }
 

@@ -35,11 +35,25 @@ static struct fs_file *file_new(int fd, int flags, bool direct, fuse_req_t req)
 }
 
 /* The kernel sends RELEASE only after the file's last request was answered. */
-static void file_free(struct datapath *dp, struct fs_file *f)
+static void file_close(struct fs *fs, struct fs_handle *h)
 {
-	dp->file_released(dp, &f->data);
+	struct fs_file *f = (struct fs_file *)h;
+	fs->datapath->file_released(fs->datapath, &f->data);
 	close(f->data.fd);
 	free(f);
+}
+
+static void file_free(struct fs *fs, struct fs_file *f)
+{
+	fs_handle_untrack(fs, &f->handle);
+	file_close(fs, &f->handle);
+}
+
+static void file_publish(struct fs *fs, struct fs_file *f)
+{
+	f->handle.close = file_close;
+	fs_handle_track(fs, &f->handle);
+	fs->datapath->file_opened(fs->datapath, &f->data);
 }
 
 /*
@@ -66,12 +80,12 @@ static void reply_open(fuse_req_t req, struct fuse_file_info *fi, int fd, int fl
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	struct datapath *dp = fs_of(req)->datapath;
-	dp->file_opened(dp, &f->data);
+	struct fs *fs = fs_of(req);
+	file_publish(fs, f);
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = direct;
 	if (fuse_reply_open(req, fi) < 0)
-		file_free(dp, f);
+		file_free(fs, f);
 }
 
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -129,19 +143,19 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	fs->datapath->file_opened(fs->datapath, &f->data);
+	file_publish(fs, f);
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = (flags & O_DIRECT) != 0;
 	if (fuse_reply_create(req, &e, fi) < 0) {
 		inode_table_forget(fs->inodes, e.ino, 1);
-		file_free(fs->datapath, f);
+		file_free(fs, f);
 	}
 }
 
 void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	file_free(fs_of(req)->datapath, fs_file_of(fi));
+	file_free(fs_of(req), fs_file_of(fi));
 	fuse_reply_err(req, 0);
 }
 
