@@ -1,5 +1,6 @@
 /* The mount daemon: preflight checks, FUSE session, serving loop, shutdown. */
 #include "fusesched/config.h"
+#include "fusesched/ctl.h"
 #include "fusesched/daemon.h"
 #include "fusesched/engine.h"
 #include "fusesched/fs.h"
@@ -10,6 +11,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +256,92 @@ static void log_to_syslog(enum fuse_log_level level, const char *fmt, va_list ap
 	vsyslog((int)level, fmt, ap);
 }
 
+/* What a reload needs: the file named at mount, and what cannot change live. */
+struct daemon_reload {
+	const char *config_path;          /* absolute: the daemon chdirs to / */
+	const struct config *mounted;     /* the config the engine was built from */
+	struct tenant_table *tenants;
+	bool foreground;
+};
+
+/* Daemonized, stderr is /dev/null: reload outcomes go to syslog instead. */
+static void daemon_log(const struct daemon_reload *d, int priority, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void daemon_log(const struct daemon_reload *d, int priority, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (d->foreground) {
+		fputs("fusesched: ", stderr);
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	} else {
+		vsyslog(priority, fmt, ap);
+	}
+	va_end(ap);
+}
+
+/* Appends KEY to the comma-separated LIST. */
+static void note_deferred(char *list, size_t list_bytes, const char *key)
+{
+	size_t used = strlen(list);
+	snprintf(list + used, list_bytes - used, "%s%s", used ? "," : "", key);
+}
+
+/*
+ * The engine and the socket were built from the mount-time config; only the
+ * tenant side (weights, rules, hierarchy, TTL) changes live. The rest is
+ * named in the reply instead of being silently ignored.
+ */
+static void find_deferred(const struct config *old, const struct config *new, char *list,
+			  size_t list_bytes)
+{
+	const struct config_scheduler *a = &old->scheduler, *b = &new->scheduler;
+	if (a->policy != b->policy)
+		note_deferred(list, list_bytes, "scheduler.policy");
+	if (a->max_inflight != b->max_inflight)
+		note_deferred(list, list_bytes, "scheduler.max_inflight");
+	if (a->idle_mode != b->idle_mode || (a->idle_mode == CONFIG_IDLE_FIXED && a->idle_us != b->idle_us))
+		note_deferred(list, list_bytes, "scheduler.idle");
+	if (a->budget_timeout_ms != b->budget_timeout_ms)
+		note_deferred(list, list_bytes, "scheduler.budget_timeout_ms");
+	const struct config_control *c = &old->control, *d = &new->control;
+	if (!!c->socket_path != !!d->socket_path ||
+	    (c->socket_path && strcmp(c->socket_path, d->socket_path) != 0))
+		note_deferred(list, list_bytes, "control.socket");
+	if (!!c->group != !!d->group || (c->group && strcmp(c->group, d->group) != 0))
+		note_deferred(list, list_bytes, "control.group");
+}
+
+/* The control server's reload: re-read the file, apply it whole or not at all. */
+static int daemon_reload_config(void *ctx, struct ctl_reload_result *res)
+{
+	const struct daemon_reload *d = ctx;
+	snprintf(res->config_path, sizeof(res->config_path), "%s", d->config_path);
+	if (!d->config_path[0]) {
+		snprintf(res->error, sizeof(res->error),
+			 "mounted without a config file (-c FILE): nothing to reload");
+		return -ENOENT;
+	}
+	struct config *cfg = NULL;
+	int r = config_load_file(d->config_path, &cfg, res->error, sizeof(res->error));
+	if (r == 0) {
+		r = tenant_table_apply_config(d->tenants, cfg);
+		if (r < 0)
+			snprintf(res->error, sizeof(res->error), "%s: cannot apply: %s", d->config_path,
+				 strerror(-r));
+	}
+	if (r < 0) {
+		daemon_log(d, LOG_ERR, "reload failed, running config kept: %s", res->error);
+	} else {
+		find_deferred(d->mounted, cfg, res->deferred, sizeof(res->deferred));
+		daemon_log(d, LOG_INFO, "reloaded %s%s%s", d->config_path,
+			   res->deferred[0] ? "; takes effect at next mount: " : "", res->deferred);
+	}
+	config_free(cfg);
+	return r;
+}
+
 int daemon_run(const struct daemon_options *o)
 {
 	int status = preflight(o);
@@ -278,6 +368,7 @@ int daemon_run(const struct daemon_options *o)
 	struct engine *engine = NULL;
 	struct fs *fs = NULL;
 	struct fuse_session *se = NULL;
+	struct ctl_server *ctl = NULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	status = 2;
 	const struct tenant_table_params tp = {.max_tenants = DAEMON_MAX_TENANTS};
@@ -293,9 +384,27 @@ int daemon_run(const struct daemon_options *o)
 		goto out_fs;
 	}
 
-	char real_backing[PATH_MAX];
+	char real_backing[PATH_MAX], real_mnt[PATH_MAX], real_config[PATH_MAX] = "";
 	if (!realpath(o->backing_path, real_backing))
 		snprintf(real_backing, sizeof(real_backing), "%s", o->backing_path);
+	if (!realpath(o->mountpoint, real_mnt))
+		snprintf(real_mnt, sizeof(real_mnt), "%s", o->mountpoint);
+	/* Reload re-reads it after the daemon has changed directory to /. */
+	if (o->config_path[0] && !realpath(o->config_path, real_config))
+		snprintf(real_config, sizeof(real_config), "%s", o->config_path);
+	struct daemon_reload reload = {.config_path = real_config, .mounted = cfg,
+				       .tenants = tenants, .foreground = o->foreground};
+	const struct ctl_server_params cp = {
+		.mountpoint = real_mnt, .backing = real_backing,
+		.socket_path = cfg->control.socket_path, .group = cfg->control.group,
+		.policy = config_policy_name(cfg->scheduler.policy), .config_path = real_config,
+		.stats = stats, .tenants = tenants, .reload = daemon_reload_config,
+		.reload_ctx = &reload, .reload_signal = SIGHUP};
+	/* Before mounting: a socket a live daemon owns is a clear error, not a second server. */
+	if (ctl_server_new(&cp, &ctl, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fusesched: %s\n", err);
+		goto out_fs;
+	}
 	/* Commas would split the option string; fsname is cosmetic, so replace them. */
 	for (char *c = real_backing; *c; c++)
 		if (*c == ',')
@@ -317,6 +426,15 @@ int daemon_run(const struct daemon_options *o)
 	}
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
+	/*
+	 * SIGHUP means reload, not exit (libfuse's handler would end the session):
+	 * blocked here, before any thread exists, so every thread inherits the
+	 * mask and the control thread takes it from its signalfd.
+	 */
+	sigset_t hup;
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &hup, NULL);
 	if (fuse_session_mount(se, o->mountpoint) != 0) {
 		fprintf(stderr, "fusesched: mounting on '%s' failed (see the message above)\n",
 			o->mountpoint);
@@ -333,6 +451,11 @@ int daemon_run(const struct daemon_options *o)
 		fprintf(stderr, "fusesched: cannot start the io_uring engine thread\n");
 		goto out_unmount;
 	}
+	if (ctl_server_start(ctl) < 0) {
+		fprintf(stderr, "fusesched: cannot start the control socket thread\n");
+		engine_stop(engine);
+		goto out_unmount;
+	}
 
 	struct fuse_loop_config *loop = fuse_loop_cfg_create();
 	if (!loop)
@@ -343,6 +466,7 @@ int daemon_run(const struct daemon_options *o)
 	/* A positive result is the signal that ended the loop: a clean stop. */
 	status = fuse_session_loop_mt(se, loop) < 0 ? 1 : 0;
 	fuse_loop_cfg_destroy(loop);
+	ctl_server_stop(ctl);
 	/* Every request the kernel handed over is answered before the mount goes. */
 	engine_stop(engine);
 out_unmount:
@@ -353,6 +477,7 @@ out_session:
 	fuse_session_destroy(se);
 out_fs:
 	fuse_opt_free_args(&args);
+	ctl_server_free(ctl);
 	fs_free(fs);
 	engine_free(engine);
 	tenant_table_free(tenants);

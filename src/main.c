@@ -1,5 +1,6 @@
-/* Command line: mount | check-config | version | help. */
+/* Command line: mount | stat | reload | check-config | version | help. */
 #include "fusesched/config.h"
+#include "fusesched/ctl.h"
 #include "fusesched/daemon.h"
 
 #include <stdio.h>
@@ -12,6 +13,8 @@ static void print_usage(FILE *out)
 		"usage:\n"
 		"  fusesched mount BACKING MOUNTPOINT [-c FILE] [-o OPTS] [-f] [-d]\n"
 		"  fusesched BACKING MOUNTPOINT [-o OPTS]     (mount.fuse / fstab form)\n"
+		"  fusesched stat [MOUNTPOINT] [--json|--prometheus] [--watch SECONDS] [--sort COLUMN]\n"
+		"  fusesched reload [MOUNTPOINT]               (re-read the config file; also SIGHUP)\n"
 		"  fusesched check-config FILE                 (validate, print effective settings)\n"
 		"  fusesched version\n"
 		"  fusesched --help\n"
@@ -23,6 +26,14 @@ static void print_usage(FILE *out)
 		"  -o dev                   allow creating device nodes (default nodev)\n"
 		"  -o suid                  honour setuid bits (default nosuid)\n"
 		"  -o OPT                   other options go to FUSE (e.g. ro)\n"
+		"\n"
+		"stat options (no MOUNTPOINT: every fusesched mount):\n"
+		"  --json                   JSON document (schema in README.md)\n"
+		"  --prometheus             text exposition format (node_exporter textfile collector)\n"
+		"  --watch SECONDS          redraw every SECONDS until Ctrl-C\n"
+		"  --sort COLUMN            tenant (default), weight, target, share, share-total,\n"
+		"                           read, write, iops, p50, p99, max, queued, inflight,\n"
+		"                           idle, idle-time, injected, expired\n"
 		"\n"
 		"Always mounted allow_other,default_permissions: the kernel checks\n"
 		"permissions, and objects are created as the calling user.\n"
@@ -117,6 +128,10 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "check-config") == 0)
 		return cmd_check_config(argc - 2, argv + 2);
+	if (strcmp(cmd, "stat") == 0)
+		return ctl_run_stat(argc - 2, argv + 2);
+	if (strcmp(cmd, "reload") == 0)
+		return ctl_run_reload(argc - 2, argv + 2);
 	if (strcmp(cmd, "mount") == 0)
 		return cmd_mount(argc - 2, argv + 2);
 	/* mount.fuse calls "fusesched BACKING MOUNTPOINT -o OPTS". */

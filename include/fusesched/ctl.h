@@ -1,0 +1,92 @@
+/*
+ * The control socket: one server thread per mount answers `fusesched stat`,
+ * `fusesched reload` and `version` over a Unix socket, and the client side
+ * of those commands.
+ *
+ * Protocol: newline-delimited JSON, one request per line, one reply line
+ * per request, in order.
+ *   {"cmd":"stat"}     -> {"ok":true, "mount":..., "tenants":[...], ...}
+ *   {"cmd":"reload"}   -> {"ok":true, "message":..., "deferred":[...]}
+ *   {"cmd":"version"}  -> {"ok":true, "version":..., "pid":...}
+ *   anything else      -> {"ok":false, "error":"..."}
+ * README.md documents the stat schema.
+ *
+ * The server only reads stats and tenant descriptions; it never waits for
+ * the engine.
+ */
+#ifndef FUSESCHED_CTL_H
+#define FUSESCHED_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct stats;
+struct tenant_table;
+
+/* Longest request line; a longer one gets an error and the connection is closed. */
+#define CTL_REQUEST_MAX_BYTES (64u * 1024u)
+/* Directory of the derived ("auto") socket paths. */
+#define CTL_SOCKET_DIR "/run/fusesched"
+
+/*
+ * The auto socket path of MOUNTPOINT (absolute, as in /proc/self/mountinfo):
+ * CTL_SOCKET_DIR/NAME.sock where NAME escapes the path like systemd-escape
+ * --path ('/' -> '-', other bytes outside [A-Za-z0-9_.:] -> \xNN), so
+ * distinct mountpoints get distinct names; a name too long for a socket
+ * address is cut and suffixed with a hash of the whole path.
+ * Returns 0, or -EINVAL for a relative path, -ENAMETOOLONG if OUT is too small.
+ */
+int ctl_socket_path_for_mount(const char *mountpoint, char *out, size_t out_bytes);
+
+/* What a reload did, filled by the daemon's callback. */
+struct ctl_reload_result {
+	char config_path[4096];
+	char error[1024];       /* when the callback fails: FILE:LINE: message */
+	/* Changed keys that cannot be applied live, comma-separated ("" if none). */
+	char deferred[512];
+};
+
+/* Returns 0, or a negative errno with res->error set; the running config then stays. */
+typedef int (*ctl_reload_fn)(void *ctx, struct ctl_reload_result *res);
+
+struct ctl_server_params {
+	const char *mountpoint;       /* absolute */
+	const char *backing;          /* absolute */
+	const char *socket_path;      /* NULL: ctl_socket_path_for_mount(mountpoint) */
+	const char *group;            /* NULL: mode 0600; else 0660 owned by this group (name or gid) */
+	const char *policy;           /* scheduler policy name, for the stat header */
+	const char *config_path;      /* "" or NULL: built-in defaults */
+	struct stats *stats;          /* borrowed: outlive the server */
+	struct tenant_table *tenants;
+	ctl_reload_fn reload;         /* also run on reload_signal */
+	void *reload_ctx;
+	/*
+	 * 0, or a signal (SIGHUP) that triggers a reload. The caller blocks it in
+	 * every thread before starting any; the server reads it from a signalfd.
+	 */
+	int reload_signal;
+};
+
+struct ctl_server;
+
+/*
+ * Creates the socket (and CTL_SOCKET_DIR for an auto path) and listens.
+ * A socket left by a dead daemon is replaced; one a live daemon answers on
+ * is not: -EADDRINUSE. Call before any thread starts (the socket is created
+ * under a temporary umask). Returns 0 or a negative errno with a message.
+ */
+int ctl_server_new(const struct ctl_server_params *p, struct ctl_server **out, char *err,
+		   size_t err_bytes);
+/* Starts the server thread (after daemonizing: threads do not survive fork). */
+int ctl_server_start(struct ctl_server *s);
+/* Stops and joins the thread; clients still connected are dropped. */
+void ctl_server_stop(struct ctl_server *s);
+/* Removes the socket if it is still ours. */
+void ctl_server_free(struct ctl_server *s);
+const char *ctl_server_socket_path(const struct ctl_server *s);
+
+/* `fusesched stat ...` and `fusesched reload ...` (arguments after the command). */
+int ctl_run_stat(int argc, char **argv);
+int ctl_run_reload(int argc, char **argv);
+
+#endif

@@ -1,0 +1,734 @@
+/* `fusesched stat` and `fusesched reload`: find the mounts, ask their daemons, print. */
+#include "fusesched/ctl.h"
+#include "ctl_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A wedged daemon must not hang the command forever. */
+#define CTL_CLIENT_TIMEOUT_MS 10000
+/* A stat reply with thousands of tenants is a few MiB; more is not a reply. */
+#define CTL_REPLY_MAX_BYTES (256u << 20)
+
+/* ---- mounts ---------------------------------------------------------------- */
+
+struct ctl_mount {
+	char mnt[PATH_MAX];
+	char source[PATH_MAX];
+};
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static void unescape_octal(const char *in, char *out, size_t out_bytes)
+{
+	size_t j = 0;
+	for (size_t i = 0; in[i] && j + 1 < out_bytes; i++) {
+		if (in[i] == '\\' && in[i + 1] >= '0' && in[i + 1] <= '3' && in[i + 2] >= '0' &&
+		    in[i + 2] <= '7' && in[i + 3] >= '0' && in[i + 3] <= '7') {
+			out[j++] = (char)((in[i + 1] - '0') * 64 + (in[i + 2] - '0') * 8 + (in[i + 3] - '0'));
+			i += 3;
+		} else {
+			out[j++] = in[i];
+		}
+	}
+	out[j] = '\0';
+}
+
+/* Every fuse.fusesched mount visible here, in mount order. Returns the count or -errno. */
+static int ctl_mounts_list(struct ctl_mount **out)
+{
+	*out = NULL;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	struct ctl_mount *list = NULL;
+	int n = 0;
+	char *line = NULL;
+	size_t cap = 0;
+	while (getline(&line, &cap, f) > 0) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+		char *sep = strstr(line, " - ");
+		char mnt[PATH_MAX], fstype[64], source[PATH_MAX];
+		if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 ||
+		    sscanf(sep + 3, "%63s %4095s", fstype, source) != 2 ||
+		    strcmp(fstype, "fuse.fusesched") != 0)
+			continue;
+		struct ctl_mount *grown = realloc(list, (size_t)(n + 1) * sizeof(*list));
+		if (!grown)
+			break;
+		list = grown;
+		unescape_octal(mnt, list[n].mnt, sizeof(list[n].mnt));
+		unescape_octal(source, list[n].source, sizeof(list[n].source));
+		n++;
+	}
+	free(line);
+	fclose(f);
+	*out = list;
+	return n;
+}
+
+/*
+ * The mounts ARG names (all of them when ARG is NULL). Returns the count,
+ * or -1 after saying why ARG is not a fusesched mount.
+ */
+static int ctl_mounts_select(const char *arg, struct ctl_mount **out)
+{
+	int n = ctl_mounts_list(out);
+	if (n < 0) {
+		fprintf(stderr, "fusesched: cannot read /proc/self/mountinfo: %s\n", strerror(-n));
+		return -1;
+	}
+	if (!arg)
+		return n;
+	char real[PATH_MAX];
+	if (realpath(arg, real)) {
+		/* The last match is the one on top, the one a path lookup sees. */
+		for (int i = n - 1; i >= 0; i--) {
+			if (strcmp((*out)[i].mnt, real) == 0) {
+				(*out)[0] = (*out)[i];
+				return 1;
+			}
+		}
+	}
+	fprintf(stderr, "fusesched: '%s' is not a fusesched mount (no fuse.fusesched mount there in "
+		"/proc/self/mountinfo)\n", arg);
+	free(*out);
+	*out = NULL;
+	return -1;
+}
+
+/* ---- one request ----------------------------------------------------------- */
+
+static int ctl_wait(int fd, short events)
+{
+	struct pollfd p = {.fd = fd, .events = events};
+	int r = poll(&p, 1, CTL_CLIENT_TIMEOUT_MS);
+	return r > 0 ? 0 : r == 0 ? -ETIMEDOUT : -errno;
+}
+
+/* Sends CMD to MOUNT's daemon; *reply is its parsed answer. Returns 0 or -errno with a message. */
+static int ctl_request(const char *mnt, const char *cmd, struct json_object **reply, char *err,
+		       size_t err_bytes)
+{
+	*reply = NULL;
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	int r = ctl_socket_path_for_mount(mnt, addr.sun_path, sizeof(addr.sun_path));
+	if (r < 0) {
+		snprintf(err, err_bytes, "no control socket name for '%s'", mnt);
+		return r;
+	}
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0) {
+		r = -errno;
+		snprintf(err, err_bytes, "cannot connect to %s: %s%s", addr.sun_path, strerror(-r),
+			 r == -EACCES	    ? " (needs root, or the [control] group)"
+			 : r == -ENOENT	    ? " (is the daemon running?)"
+			 : r == -ECONNREFUSED ? " (the daemon is gone)"
+					      : "");
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	struct json_object *req = json_object_new_object();
+	json_object_object_add(req, "cmd", json_object_new_string(cmd));
+	char line[64];
+	snprintf(line, sizeof(line), "%s\n", json_object_to_json_string_ext(req, CTL_JSON_FLAGS));
+	json_object_put(req);
+	size_t len = strlen(line);
+	if (send(fd, line, len, MSG_NOSIGNAL) != (ssize_t)len) {
+		r = -errno;
+		snprintf(err, err_bytes, "cannot send to %s: %s", addr.sun_path, strerror(-r));
+		close(fd);
+		return r;
+	}
+	char *buf = NULL;
+	size_t used = 0, cap = 0;
+	char *nl = NULL;
+	while (!nl) {
+		if (used + 65536 > cap) {
+			size_t ncap = cap ? cap * 2 : 262144;
+			char *nb = ncap <= CTL_REPLY_MAX_BYTES ? realloc(buf, ncap) : NULL;
+			if (!nb) {
+				r = -EMSGSIZE;
+				break;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		if ((r = ctl_wait(fd, POLLIN)) < 0)
+			break;
+		ssize_t n = recv(fd, buf + used, cap - used, 0);
+		if (n <= 0) {
+			r = n == 0 ? -ECONNRESET : -errno;
+			break;
+		}
+		nl = memchr(buf + used, '\n', (size_t)n);
+		used += (size_t)n;
+	}
+	close(fd);
+	if (nl) {
+		*nl = '\0';
+		*reply = json_tokener_parse(buf);
+		r = *reply && json_object_is_type(*reply, json_type_object) ? 0 : -EPROTO;
+	}
+	if (r < 0)
+		snprintf(err, err_bytes, "no valid reply from %s: %s", addr.sun_path, strerror(-r));
+	free(buf);
+	return r;
+}
+
+static const char *reply_error_text(struct json_object *reply)
+{
+	struct json_object *ok, *e;
+	if (json_object_object_get_ex(reply, "ok", &ok) && json_object_get_boolean(ok))
+		return NULL;
+	return json_object_object_get_ex(reply, "error", &e) ? json_object_get_string(e)
+							      : "the daemon refused the request";
+}
+
+/* ---- field access ---------------------------------------------------------- */
+
+/* Value at a dotted PATH ("latency_ns.p50"), NULL if absent. */
+static struct json_object *field(struct json_object *o, const char *path)
+{
+	char key[64];
+	while (o && *path) {
+		size_t len = strcspn(path, ".");
+		snprintf(key, sizeof(key), "%.*s", (int)len, path);
+		struct json_object *next = NULL;
+		if (!json_object_object_get_ex(o, key, &next))
+			return NULL;
+		o = next;
+		path += len + (path[len] == '.');
+	}
+	return o;
+}
+
+static double num(struct json_object *o, const char *path)
+{
+	return json_object_get_double(field(o, path));
+}
+
+static uint64_t u64(struct json_object *o, const char *path)
+{
+	return json_object_get_uint64(field(o, path));
+}
+
+static const char *str(struct json_object *o, const char *path)
+{
+	const char *s = json_object_get_string(field(o, path));
+	return s ? s : "";
+}
+
+/* Table and label name of a tenant: the default tenant has no cgroup. */
+static const char *tenant_name(struct json_object *t)
+{
+	const char *p = str(t, "cgroup");
+	return p[0] ? p : "(default)";
+}
+
+/* ---- human units ----------------------------------------------------------- */
+
+/* Three significant digits and a suffix of powers of BASE. */
+static void human_scaled(char *out, size_t out_bytes, double v, double base,
+			 const char *const *suffix, size_t nsuffix)
+{
+	size_t i = 0;
+	while (v >= base && i + 1 < nsuffix) {
+		v /= base;
+		i++;
+	}
+	if (i == 0)
+		snprintf(out, out_bytes, "%.0f%s", v, suffix[0]);
+	else
+		snprintf(out, out_bytes, v < 10 ? "%.2f%s" : v < 100 ? "%.1f%s" : "%.0f%s", v, suffix[i]);
+}
+
+static void human_bytes(char *out, size_t n, double v)
+{
+	static const char *const sfx[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	human_scaled(out, n, v, 1024, sfx, 6);
+}
+
+static void human_count(char *out, size_t n, double v)
+{
+	static const char *const sfx[] = {"", "k", "M", "G", "T"};
+	human_scaled(out, n, v, 1000, sfx, 5);
+}
+
+static void human_ns(char *out, size_t n, double ns)
+{
+	static const char *const sfx[] = {"ns", "us", "ms", "s"};
+	if (ns >= 60e9)
+		snprintf(out, n, "%.0fm%02.0fs", ns / 60e9, (double)((uint64_t)(ns / 1e9) % 60));
+	else
+		human_scaled(out, n, ns, 1000, sfx, 4);
+}
+
+static void human_uptime(char *out, size_t n, double s)
+{
+	uint64_t t = (uint64_t)s;
+	if (t >= 86400)
+		snprintf(out, n, "%" PRIu64 "d%02" PRIu64 "h%02" PRIu64 "m", t / 86400, t / 3600 % 24,
+			 t / 60 % 60);
+	else if (t >= 3600)
+		snprintf(out, n, "%" PRIu64 "h%02" PRIu64 "m%02" PRIu64 "s", t / 3600, t / 60 % 60, t % 60);
+	else
+		snprintf(out, n, "%" PRIu64 "m%02" PRIu64 "s", t / 60, t % 60);
+}
+
+static void human_pct(char *out, size_t n, double share)
+{
+	snprintf(out, n, "%.1f%%", share * 100);
+}
+
+/* ---- table ----------------------------------------------------------------- */
+
+enum col_kind { COL_TEXT, COL_COUNT, COL_BYTES_RATE, COL_PCT, COL_NS, COL_INJ, COL_EXP };
+
+struct col {
+	const char *sort_key;  /* --sort name */
+	const char *header;
+	const char *field;     /* JSON field sorted and shown */
+	enum col_kind kind;
+	int width;
+};
+
+static const struct col COLS[] = {
+	{"tenant", "TENANT", "cgroup", COL_TEXT, 0},
+	{"weight", "WEIGHT", "weight", COL_COUNT, 6},
+	{"target", "TARGET", "target_share", COL_PCT, 6},
+	{"share", "SHARE", "share_interval", COL_PCT, 6},
+	{"share-total", "SH.ALL", "share_total", COL_PCT, 6},
+	{"read", "READ/s", "read_bytes_per_s", COL_BYTES_RATE, 8},
+	{"write", "WRITE/s", "write_bytes_per_s", COL_BYTES_RATE, 8},
+	{"iops", "IOPS", "iops", COL_COUNT, 6},
+	{"p50", "P50", "latency_ns.p50", COL_NS, 7},
+	{"p99", "P99", "latency_ns.p99", COL_NS, 7},
+	{"max", "MAX", "latency_ns.max", COL_NS, 7},
+	{"queued", "QUEUED", "queued", COL_COUNT, 6},
+	{"inflight", "INFL", "inflight", COL_COUNT, 5},
+	{"idle", "IDLE#", "idle_windows", COL_COUNT, 6},
+	{"idle-time", "IDLE", "idle_ns", COL_NS, 7},
+	{"injected", "INJ w/f/g", "injected", COL_INJ, 11},
+	{"expired", "EXP x/t/e/i/p", "expirations", COL_EXP, 15},
+};
+#define NCOLS (sizeof(COLS) / sizeof(COLS[0]))
+
+static double sum_fields(struct json_object *o)
+{
+	double total = 0;
+	json_object_object_foreach(o, key, val)
+	{
+		(void)key;
+		total += json_object_get_double(val);
+	}
+	return total;
+}
+
+static void cell(char *out, size_t n, const struct col *c, struct json_object *t)
+{
+	struct json_object *v = field(t, c->field);
+	double d = json_object_get_double(v);
+	switch (c->kind) {
+	case COL_TEXT:
+		snprintf(out, n, "%s", tenant_name(t));
+		break;
+	case COL_COUNT:
+		human_count(out, n, d);
+		break;
+	case COL_BYTES_RATE:
+		human_bytes(out, n, d);
+		break;
+	case COL_PCT:
+		human_pct(out, n, d);
+		break;
+	case COL_NS:
+		human_ns(out, n, d);
+		break;
+	case COL_INJ: {
+		char w[16], f[16], g[16];
+		human_count(w, sizeof(w), num(v, "waker"));
+		human_count(f, sizeof(f), num(v, "fsync"));
+		human_count(g, sizeof(g), num(v, "general"));
+		snprintf(out, n, "%s/%s/%s", w, f, g);
+		break;
+	}
+	case COL_EXP: {
+		static const char *const keys[] = {"exhausted", "timeout", "emptied", "too_idle",
+						   "preempted"};
+		size_t used = 0;
+		out[0] = '\0';
+		for (size_t i = 0; i < 5 && used < n; i++) {
+			char c5[16];
+			human_count(c5, sizeof(c5), num(v, keys[i]));
+			used += (size_t)snprintf(out + used, n - used, "%s%s", i ? "/" : "", c5);
+		}
+		break;
+	}
+	}
+}
+
+static double sort_value(const struct col *c, struct json_object *t)
+{
+	struct json_object *v = field(t, c->field);
+	return c->kind == COL_INJ || c->kind == COL_EXP ? sum_fields(v) : json_object_get_double(v);
+}
+
+static int compare_rows(const void *a, const void *b, void *arg)
+{
+	const struct col *c = arg;
+	struct json_object *ta = *(struct json_object *const *)a;
+	struct json_object *tb = *(struct json_object *const *)b;
+	if (c->kind == COL_TEXT)
+		return strcmp(tenant_name(ta), tenant_name(tb));
+	double va = sort_value(c, ta), vb = sort_value(c, tb);
+	/* Biggest first: that is what one sorts by a number to see. */
+	if (va != vb)
+		return va < vb ? 1 : -1;
+	return strcmp(tenant_name(ta), tenant_name(tb));
+}
+
+static void print_table(FILE *out, struct json_object *m, const struct col *sort)
+{
+	char up[32], peak[32];
+	human_uptime(up, sizeof(up), num(m, "uptime_s"));
+	human_bytes(peak, sizeof(peak), num(m, "peak_rate_bytes_per_s"));
+	fprintf(out, "mount %s  backing %s  policy %s  in flight %" PRIu64 "/%" PRIu64
+		"  peak %s/s  uptime %s\n",
+		str(m, "mount"), str(m, "backing"), str(m, "policy"), u64(m, "inflight"),
+		u64(m, "max_inflight"), peak, up);
+	struct json_object *tenants = field(m, "tenants");
+	size_t n = json_object_array_length(tenants);
+	struct json_object **rows = calloc(n ? n : 1, sizeof(*rows));
+	if (!rows)
+		return;
+	int name_width = 8;
+	for (size_t i = 0; i < n; i++) {
+		rows[i] = json_object_array_get_idx(tenants, i);
+		int w = (int)strlen(tenant_name(rows[i]));
+		if (w > name_width)
+			name_width = w;
+	}
+	qsort_r(rows, n, sizeof(*rows), compare_rows, (void *)sort);
+	for (size_t c = 0; c < NCOLS; c++)
+		fprintf(out, c ? " %*s" : "%-*s", c ? COLS[c].width : name_width, COLS[c].header);
+	fputc('\n', out);
+	for (size_t i = 0; i < n; i++) {
+		for (size_t c = 0; c < NCOLS; c++) {
+			char text[128];
+			cell(text, sizeof(text), &COLS[c], rows[i]);
+			fprintf(out, c ? " %*s" : "%-*s", c ? COLS[c].width : name_width, text);
+		}
+		fputc('\n', out);
+	}
+	if (n == 0)
+		fprintf(out, "(no tenant has done I/O yet)\n");
+	free(rows);
+}
+
+/* ---- Prometheus ---------------------------------------------------------- */
+
+struct prom_metric {
+	const char *name, *type, *help;
+	const char *field;     /* per tenant; NULL with mount_field set */
+	const char *label;     /* the field is an object: one sample per key, labelled so */
+	double scale;
+	const char *mount_field;
+};
+
+static const struct prom_metric METRICS[] = {
+	{"fusesched_uptime_seconds", "gauge", "Seconds since the daemon mounted.", NULL, NULL, 1, "uptime_s"},
+	{"fusesched_inflight", "gauge", "Requests at the backing store now.", NULL, NULL, 1, "inflight"},
+	{"fusesched_max_inflight", "gauge", "Configured limit of requests at the backing store.", NULL, NULL, 1, "max_inflight"},
+	{"fusesched_peak_rate_bytes_per_second", "gauge", "Learned peak rate of the backing store.", NULL, NULL, 1, "peak_rate_bytes_per_s"},
+	{"fusesched_tenant_weight", "gauge", "Weight of the tenant.", "weight", NULL, 1, NULL},
+	{"fusesched_tenant_target_share", "gauge", "Weight over the sum of active tenants' weights.", "target_share", NULL, 1, NULL},
+	{"fusesched_tenant_share_interval", "gauge", "Share of bytes received over the last interval.", "share_interval", NULL, 1, NULL},
+	{"fusesched_tenant_share_total", "gauge", "Share of bytes received since mount.", "share_total", NULL, 1, NULL},
+	{"fusesched_tenant_read_bytes_per_second", "gauge", "Bytes read per second over the last interval.", "read_bytes_per_s", NULL, 1, NULL},
+	{"fusesched_tenant_write_bytes_per_second", "gauge", "Bytes written per second over the last interval.", "write_bytes_per_s", NULL, 1, NULL},
+	{"fusesched_tenant_iops", "gauge", "Requests per second over the last interval.", "iops", NULL, 1, NULL},
+	{"fusesched_tenant_ops_total", "counter", "Completed requests by operation.", "ops", "op", 1, NULL},
+	{"fusesched_tenant_bytes_total", "counter", "Bytes transferred by operation.", "bytes", "op", 1, NULL},
+	{"fusesched_tenant_errors_total", "counter", "Requests that failed.", "errors", NULL, 1, NULL},
+	{"fusesched_tenant_latency_p50_seconds", "gauge", "Median request latency since mount (log2 bucket bound).", "latency_ns.p50", NULL, 1e-9, NULL},
+	{"fusesched_tenant_latency_p99_seconds", "gauge", "99th percentile request latency since mount (log2 bucket bound).", "latency_ns.p99", NULL, 1e-9, NULL},
+	{"fusesched_tenant_latency_max_seconds", "gauge", "Longest request latency since mount.", "latency_ns.max", NULL, 1e-9, NULL},
+	{"fusesched_tenant_queued", "gauge", "Requests queued in the scheduler.", "queued", NULL, 1, NULL},
+	{"fusesched_tenant_inflight", "gauge", "Requests of the tenant at the backing store.", "inflight", NULL, 1, NULL},
+	{"fusesched_tenant_idle_windows_total", "counter", "Times the scheduler idled for the tenant.", "idle_windows", NULL, 1, NULL},
+	{"fusesched_tenant_idle_seconds_total", "counter", "Time the scheduler idled for the tenant.", "idle_ns", NULL, 1e-9, NULL},
+	{"fusesched_tenant_injected_total", "counter", "Requests let in while another tenant was idled for, by rule.", "injected", "kind", 1, NULL},
+	{"fusesched_tenant_budget_expirations_total", "counter", "Times the tenant lost the store, by reason.", "expirations", "reason", 1, NULL},
+};
+
+static void prom_label_value(FILE *out, const char *v)
+{
+	fputc('"', out);
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fprintf(out, "\\%c", *v);
+		else if (*v == '\n')
+			fputs("\\n", out);
+		else
+			fputc(*v, out);
+	}
+	fputc('"', out);
+}
+
+static void prom_value(FILE *out, struct json_object *v, double scale)
+{
+	if (scale == 1 && json_object_is_type(v, json_type_int))
+		fprintf(out, " %" PRIu64 "\n", json_object_get_uint64(v));
+	else
+		fprintf(out, " %.9g\n", json_object_get_double(v) * scale);
+}
+
+static void prom_sample(FILE *out, const struct prom_metric *pm, const char *mnt,
+			const char *tenant, const char *label, const char *label_value,
+			struct json_object *v)
+{
+	fprintf(out, "%s{mount=", pm->name);
+	prom_label_value(out, mnt);
+	if (tenant) {
+		fputs(",tenant=", out);
+		prom_label_value(out, tenant);
+	}
+	if (label) {
+		fprintf(out, ",%s=", label);
+		prom_label_value(out, label_value);
+	}
+	fputc('}', out);
+	prom_value(out, v, pm->scale);
+}
+
+/* Metric by metric, so each family's HELP and TYPE come once, before all its samples. */
+static void print_prometheus(FILE *out, struct json_object *const *mounts, size_t n)
+{
+	for (size_t k = 0; k < sizeof(METRICS) / sizeof(METRICS[0]); k++) {
+		const struct prom_metric *pm = &METRICS[k];
+		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", pm->name, pm->help, pm->name, pm->type);
+		for (size_t i = 0; i < n; i++) {
+			const char *mnt = str(mounts[i], "mount");
+			if (pm->mount_field) {
+				prom_sample(out, pm, mnt, NULL, NULL, NULL, field(mounts[i], pm->mount_field));
+				continue;
+			}
+			struct json_object *tenants = field(mounts[i], "tenants");
+			for (size_t t = 0; t < json_object_array_length(tenants); t++) {
+				struct json_object *tj = json_object_array_get_idx(tenants, t);
+				struct json_object *v = field(tj, pm->field);
+				if (!pm->label) {
+					prom_sample(out, pm, mnt, tenant_name(tj), NULL, NULL, v);
+					continue;
+				}
+				json_object_object_foreach(v, key, val)
+					prom_sample(out, pm, mnt, tenant_name(tj), pm->label, key, val);
+			}
+		}
+	}
+}
+
+/* ---- commands -------------------------------------------------------------- */
+
+enum stat_format { STAT_TABLE, STAT_JSON, STAT_PROMETHEUS };
+
+struct stat_args {
+	const char *mount;      /* NULL: all */
+	enum stat_format format;
+	double watch_s;         /* 0: once */
+	const struct col *sort;
+};
+
+static int usage(const char *what)
+{
+	fprintf(stderr, "fusesched: %s\nTry 'fusesched --help'.\n", what);
+	return 2;
+}
+
+static int stat_parse_args(int argc, char **argv, struct stat_args *a)
+{
+	*a = (struct stat_args){.sort = &COLS[0]};
+	char msg[256];
+	for (int i = 0; i < argc; i++) {
+		const char *arg = argv[i];
+		if (strcmp(arg, "--json") == 0) {
+			a->format = STAT_JSON;
+		} else if (strcmp(arg, "--prometheus") == 0) {
+			a->format = STAT_PROMETHEUS;
+		} else if (strcmp(arg, "--watch") == 0 || strcmp(arg, "--sort") == 0) {
+			if (i + 1 >= argc) {
+				snprintf(msg, sizeof(msg), "option '%s' needs an argument", arg);
+				return usage(msg);
+			}
+			const char *v = argv[++i];
+			if (arg[2] == 'w') {
+				char *end;
+				a->watch_s = strtod(v, &end);
+				if (*end || !(a->watch_s >= 0.1 && a->watch_s <= 86400))
+					return usage("--watch takes SECONDS, 0.1..86400");
+				continue;
+			}
+			a->sort = NULL;
+			for (size_t c = 0; c < NCOLS; c++)
+				if (strcmp(COLS[c].sort_key, v) == 0)
+					a->sort = &COLS[c];
+			if (!a->sort) {
+				size_t used = (size_t)snprintf(msg, sizeof(msg), "unknown --sort column '%s'; one of:", v);
+				for (size_t c = 0; c < NCOLS && used < sizeof(msg); c++)
+					used += (size_t)snprintf(msg + used, sizeof(msg) - used, " %s", COLS[c].sort_key);
+				return usage(msg);
+			}
+		} else if (arg[0] == '-') {
+			snprintf(msg, sizeof(msg), "unknown stat option '%s'", arg);
+			return usage(msg);
+		} else if (!a->mount) {
+			a->mount = arg;
+		} else {
+			snprintf(msg, sizeof(msg), "unexpected argument '%s'", arg);
+			return usage(msg);
+		}
+	}
+	if (a->watch_s > 0 && a->format != STAT_TABLE)
+		return usage("--watch redraws the table; it does not combine with --json or --prometheus");
+	return 0;
+}
+
+/* One round: ask every mount, print. Returns 0, or 1 if some mount did not answer. */
+static int stat_once(const struct stat_args *a, const struct ctl_mount *mounts, int n, FILE *out)
+{
+	int status = 0;
+	struct json_object *all = json_object_new_array();
+	for (int i = 0; i < n; i++) {
+		struct json_object *reply;
+		char err[512];
+		const char *why = err;
+		if (ctl_request(mounts[i].mnt, "stat", &reply, err, sizeof(err)) == 0 &&
+		    (why = reply_error_text(reply)) == NULL) {
+			json_object_array_add(all, reply);
+			continue;
+		}
+		fprintf(stderr, "fusesched: %s: %s\n", mounts[i].mnt, why);
+		json_object_put(reply);
+		status = 1;
+	}
+	size_t got = json_object_array_length(all);
+	if (a->format == STAT_JSON) {
+		struct json_object *doc = json_object_new_object();
+		json_object_object_add(doc, "mounts", json_object_get(all));
+		fprintf(out, "%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
+									     JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(doc);
+	} else if (a->format == STAT_PROMETHEUS) {
+		struct json_object **list = calloc(got ? got : 1, sizeof(*list));
+		for (size_t i = 0; list && i < got; i++)
+			list[i] = json_object_array_get_idx(all, i);
+		if (list)
+			print_prometheus(out, list, got);
+		free(list);
+	} else {
+		for (size_t i = 0; i < got; i++) {
+			if (i)
+				fputc('\n', out);
+			print_table(out, json_object_array_get_idx(all, i), a->sort);
+		}
+		if (n == 0)
+			fprintf(out, "no fusesched mounts\n");
+	}
+	json_object_put(all);
+	return status;
+}
+
+/* Redraws every SECONDS until SIGINT or SIGTERM, which end it with status 0. */
+static int stat_watch(const struct stat_args *a, const struct ctl_mount *mounts, int n)
+{
+	sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	/* Taken synchronously by sigtimedwait below: no handler, no global flag. */
+	sigprocmask(SIG_BLOCK, &stop, NULL);
+	struct timespec every = {.tv_sec = (time_t)a->watch_s,
+				 .tv_nsec = (long)((a->watch_s - (double)(time_t)a->watch_s) * 1e9)};
+	for (;;) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *mem = open_memstream(&text, &len);
+		if (!mem)
+			return 1;
+		stat_once(a, mounts, n, mem);
+		fclose(mem);
+		/* Home, the new frame, then clear what the old frame left below it: no flicker. */
+		printf("\033[H%s\033[J", text);
+		fflush(stdout);
+		free(text);
+		int sig = sigtimedwait(&stop, NULL, &every);
+		if (sig == SIGINT || sig == SIGTERM)
+			break;
+	}
+	printf("\n");
+	return 0;
+}
+
+int ctl_run_stat(int argc, char **argv)
+{
+	struct stat_args a;
+	int r = stat_parse_args(argc, argv, &a);
+	if (r)
+		return r;
+	struct ctl_mount *mounts;
+	int n = ctl_mounts_select(a.mount, &mounts);
+	if (n < 0)
+		return 2;
+	if (a.watch_s > 0) {
+		printf("\033[2J");
+		r = stat_watch(&a, mounts, n);
+	} else {
+		r = stat_once(&a, mounts, n, stdout);
+	}
+	free(mounts);
+	return r;
+}
+
+int ctl_run_reload(int argc, char **argv)
+{
+	if (argc > 1 || (argc == 1 && argv[0][0] == '-'))
+		return usage("usage: fusesched reload [MOUNTPOINT]");
+	struct ctl_mount *mounts;
+	int n = ctl_mounts_select(argc ? argv[0] : NULL, &mounts);
+	if (n < 0)
+		return 2;
+	if (n == 0)
+		fprintf(stderr, "fusesched: no fusesched mounts\n");
+	int status = 0;
+	for (int i = 0; i < n; i++) {
+		struct json_object *reply;
+		char err[512];
+		if (ctl_request(mounts[i].mnt, "reload", &reply, err, sizeof(err)) < 0) {
+			fprintf(stderr, "fusesched: %s: %s\n", mounts[i].mnt, err);
+			status = status ? status : 1;
+			continue;
+		}
+		const char *why = reply_error_text(reply);
+		if (why) {
+			fprintf(stderr, "fusesched: %s: reload failed, running config kept: %s\n",
+				mounts[i].mnt, why);
+			status = 2;
+		} else {
+			printf("%s: %s\n", mounts[i].mnt, str(reply, "message"));
+		}
+		json_object_put(reply);
+	}
+	free(mounts);
+	return status;
+}

@@ -1,0 +1,823 @@
+/*
+ * Control server: one thread polls the listening socket, its clients, a stop
+ * eventfd and the reload signalfd. Clients are non-blocking and served one
+ * request at a time each (a reply must be flushed before the next request
+ * is read), so a client that does not read its replies costs one reply of
+ * memory, never more, and never slows the others.
+ */
+#include "fusesched/ctl.h"
+#include "fusesched/stats.h"
+#include "fusesched/tenant.h"
+#include "ctl_internal.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CTL_MAX_CLIENTS 64
+/* A client that neither sends nor reads for this long is dropped. */
+#define CTL_CLIENT_IDLE_NS (10 * CTL_NS_PER_S)
+/* After refusing an oversized request, input is discarded (so the client can read the error) up to this much. */
+#define CTL_DISCARD_MAX_BYTES (64ull << 20)
+#define CTL_SAMPLE_NS CTL_NS_PER_S
+
+uint64_t ctl_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * CTL_NS_PER_S + (uint64_t)ts.tv_nsec;
+}
+
+/* Cumulative counters of one tenant at a sample time, for per-interval rates. */
+struct ctl_sample {
+	uint64_t read_bytes, write_bytes, ops;
+};
+
+struct ctl_client {
+	int fd;
+	char *in;                   /* CTL_REQUEST_MAX_BYTES */
+	size_t in_len;
+	char *out;                  /* the pending reply */
+	size_t out_len, out_off;
+	bool discarding;            /* refused an oversized request: drop input until EOF */
+	bool shut_wr;
+	bool eof;
+	uint64_t discarded_bytes;
+	uint64_t last_progress_ns;
+};
+
+struct ctl_server {
+	char *mountpoint, *backing, *policy, *config_path;
+	struct stats *stats;
+	struct tenant_table *tenants;
+	ctl_reload_fn reload;
+	void *reload_ctx;
+	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	dev_t socket_dev;
+	ino_t socket_ino;
+	int listen_fd, stop_fd, signal_fd;
+	pthread_t thread;
+	bool started;
+	uint64_t start_ns;
+	uint32_t max_tenants;
+	struct ctl_sample *older, *newer;
+	uint64_t older_ns, newer_ns;
+	struct ctl_client clients[CTL_MAX_CLIENTS];
+	size_t client_count;
+};
+
+/* ---- socket setup ------------------------------------------------------ */
+
+static int fail(char *err, size_t err_bytes, int rc, const char *fmt, const char *arg)
+{
+	char what[512];
+	snprintf(what, sizeof(what), fmt, arg);
+	snprintf(err, err_bytes, "control socket: %s: %s", what, strerror(-rc));
+	return rc;
+}
+
+/* The auto directory must be ours alone: anyone able to write there could swap sockets. */
+static int ctl_dir_prepare(char *err, size_t err_bytes)
+{
+	if (mkdir(CTL_SOCKET_DIR, 0755) < 0 && errno != EEXIST)
+		return fail(err, err_bytes, -errno, "cannot create %s", CTL_SOCKET_DIR);
+	struct stat st;
+	if (lstat(CTL_SOCKET_DIR, &st) < 0)
+		return fail(err, err_bytes, -errno, "%s", CTL_SOCKET_DIR);
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+		return fail(err, err_bytes, -EPERM,
+			    "%s must be a directory owned by the daemon's user and writable only by it",
+			    CTL_SOCKET_DIR);
+	return 0;
+}
+
+static int ctl_group_resolve(const char *group, gid_t *gid)
+{
+	char *end;
+	unsigned long n = strtoul(group, &end, 10);
+	if (*group && !*end) {
+		*gid = (gid_t)n;
+		return 0;
+	}
+	char buf[4096];
+	struct group gr, *found = NULL;
+	if (getgrnam_r(group, &gr, buf, sizeof(buf), &found) != 0 || !found)
+		return -ENOENT;
+	*gid = found->gr_gid;
+	return 0;
+}
+
+/* Does a daemon answer on PATH? A refused connection means its owner died. */
+static bool ctl_socket_is_live(const struct sockaddr_un *addr)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return true; /* cannot tell: do not remove it */
+	bool live = connect(fd, (const struct sockaddr *)addr, sizeof(*addr)) == 0 ||
+		    errno != ECONNREFUSED;
+	close(fd);
+	return live;
+}
+
+static int ctl_socket_bind(struct ctl_server *s, const char *group, char *err, size_t err_bytes)
+{
+	gid_t gid = 0;
+	if (group && ctl_group_resolve(group, &gid) < 0)
+		return fail(err, err_bytes, -ENOENT, "unknown group '%s' in [control] group", group);
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", s->socket_path);
+	s->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->listen_fd < 0)
+		return fail(err, err_bytes, -errno, "%s", "socket");
+	/* The umask makes it 0600 from birth: no moment when others could connect. */
+	for (int attempt = 0;; attempt++) {
+		mode_t old = umask(0177);
+		int r = bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr));
+		int saved = errno;
+		umask(old);
+		if (r == 0)
+			break;
+		if (saved != EADDRINUSE || attempt > 0)
+			return fail(err, err_bytes, -saved, "cannot bind %s", s->socket_path);
+		struct stat st;
+		if (lstat(s->socket_path, &st) == 0 && !S_ISSOCK(st.st_mode))
+			return fail(err, err_bytes, -EEXIST, "%s exists and is not a socket",
+				    s->socket_path);
+		if (ctl_socket_is_live(&addr))
+			return fail(err, err_bytes, -EADDRINUSE,
+				    "%s is in use by a running fusesched daemon (another mount "
+				    "configured with the same socket?)", s->socket_path);
+		unlink(s->socket_path); /* left by a daemon that died */
+	}
+	if (group && (chown(s->socket_path, (uid_t)-1, gid) < 0 || chmod(s->socket_path, 0660) < 0))
+		return fail(err, err_bytes, -errno, "cannot give %s to its group", s->socket_path);
+	struct stat st;
+	if (stat(s->socket_path, &st) < 0)
+		return fail(err, err_bytes, -errno, "%s", s->socket_path);
+	s->socket_dev = st.st_dev;
+	s->socket_ino = st.st_ino;
+	if (listen(s->listen_fd, 64) < 0)
+		return fail(err, err_bytes, -errno, "cannot listen on %s", s->socket_path);
+	return 0;
+}
+
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+int ctl_server_new(const struct ctl_server_params *p, struct ctl_server **out, char *err,
+		   size_t err_bytes)
+{
+	*out = NULL;
+	struct ctl_server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return fail(err, err_bytes, -ENOMEM, "%s", "server");
+	s->listen_fd = s->stop_fd = s->signal_fd = -1;
+	s->stats = p->stats;
+	s->tenants = p->tenants;
+	s->reload = p->reload;
+	s->reload_ctx = p->reload_ctx;
+	s->max_tenants = stats_max_tenants(p->stats);
+	s->start_ns = s->older_ns = s->newer_ns = ctl_now_ns();
+	s->mountpoint = dup_or_empty(p->mountpoint);
+	s->backing = dup_or_empty(p->backing);
+	s->policy = dup_or_empty(p->policy);
+	s->config_path = dup_or_empty(p->config_path);
+	s->older = calloc(s->max_tenants, sizeof(*s->older));
+	s->newer = calloc(s->max_tenants, sizeof(*s->newer));
+	int r = 0;
+	if (!s->mountpoint || !s->backing || !s->policy || !s->config_path || !s->older ||
+	    !s->newer) {
+		r = fail(err, err_bytes, -ENOMEM, "%s", "server");
+		goto out_free;
+	}
+	if (p->socket_path) {
+		if (strlen(p->socket_path) >= sizeof(s->socket_path) || p->socket_path[0] != '/') {
+			r = fail(err, err_bytes, -EINVAL,
+				 "socket path '%s' must be absolute and under 108 bytes", p->socket_path);
+			goto out_free;
+		}
+		strcpy(s->socket_path, p->socket_path);
+	} else if ((r = ctl_socket_path_for_mount(s->mountpoint, s->socket_path,
+						  sizeof(s->socket_path))) < 0 ||
+		   (r = ctl_dir_prepare(err, err_bytes)) < 0) {
+		if (r == -EINVAL || r == -ENAMETOOLONG)
+			fail(err, err_bytes, r, "no socket name for mountpoint '%s'", s->mountpoint);
+		goto out_free;
+	}
+	if ((r = ctl_socket_bind(s, p->group, err, err_bytes)) < 0)
+		goto out_close;
+	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->stop_fd < 0) {
+		r = fail(err, err_bytes, -errno, "%s", "eventfd");
+		goto out_unlink;
+	}
+	if (p->reload_signal) {
+		sigset_t mask;
+		sigemptyset(&mask);
+		sigaddset(&mask, p->reload_signal);
+		s->signal_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+		if (s->signal_fd < 0) {
+			r = fail(err, err_bytes, -errno, "%s", "signalfd");
+			goto out_unlink;
+		}
+	}
+	*out = s;
+	return 0;
+
+out_unlink:
+	unlink(s->socket_path);
+out_close:
+	if (s->listen_fd >= 0)
+		close(s->listen_fd);
+	if (s->stop_fd >= 0)
+		close(s->stop_fd);
+out_free:
+	free(s->mountpoint);
+	free(s->backing);
+	free(s->policy);
+	free(s->config_path);
+	free(s->older);
+	free(s->newer);
+	free(s);
+	return r;
+}
+
+const char *ctl_server_socket_path(const struct ctl_server *s)
+{
+	return s->socket_path;
+}
+
+/* ---- samples ------------------------------------------------------------- */
+
+static void ctl_sample_take(struct ctl_server *s, uint64_t now)
+{
+	struct ctl_sample *t = s->older;
+	s->older = s->newer;
+	s->older_ns = s->newer_ns;
+	s->newer = t;
+	s->newer_ns = now;
+	for (uint32_t id = 0; id < s->max_tenants; id++) {
+		struct stats_tenant_snapshot snap;
+		stats_read_tenant(s->stats, id, &snap);
+		uint64_t ops = 0;
+		for (int op = 0; op < STATS_OP_NR; op++)
+			ops += snap.ops[op];
+		s->newer[id] = (struct ctl_sample){.read_bytes = snap.bytes[STATS_OP_READ],
+						   .write_bytes = snap.bytes[STATS_OP_WRITE],
+						   .ops = ops};
+	}
+}
+
+/* Counters only grow, except when a retired tenant's id is reused: never underflow. */
+static uint64_t delta(uint64_t newer, uint64_t older)
+{
+	return newer > older ? newer - older : 0;
+}
+
+/* ---- replies ------------------------------------------------------------- */
+
+static struct json_object *reply_error(const char *msg)
+{
+	struct json_object *o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(0));
+	json_object_object_add(o, "error", json_object_new_string(msg));
+	return o;
+}
+
+static struct json_object *reply_ok(void)
+{
+	struct json_object *o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	return o;
+}
+
+static void add_u64(struct json_object *o, const char *key, uint64_t v)
+{
+	json_object_object_add(o, key, json_object_new_uint64(v));
+}
+
+static void add_double(struct json_object *o, const char *key, double v)
+{
+	json_object_object_add(o, key, json_object_new_double(v));
+}
+
+static struct json_object *counters4(const uint64_t v[STATS_OP_NR])
+{
+	struct json_object *o = json_object_new_object();
+	add_u64(o, "read", v[STATS_OP_READ]);
+	add_u64(o, "write", v[STATS_OP_WRITE]);
+	add_u64(o, "sync", v[STATS_OP_SYNC]);
+	add_u64(o, "other", v[STATS_OP_OTHER]);
+	return o;
+}
+
+static const char *weight_source_name(enum tenant_weight_source src)
+{
+	switch (src) {
+	case TENANT_WEIGHT_FROM_RULE:
+		return "rule";
+	case TENANT_WEIGHT_FROM_CGROUP:
+		return "cgroup";
+	case TENANT_WEIGHT_FROM_DEFAULT:
+		break;
+	}
+	return "default";
+}
+
+struct ctl_row {
+	uint32_t id, weight;
+	enum tenant_weight_source source;
+	char *path;
+	bool active;                /* did I/O in the last interval, or has requests queued or in flight */
+	uint64_t interval_bytes, interval_read, interval_write, interval_ops;
+	struct stats_tenant_snapshot snap;
+};
+
+static struct json_object *ctl_row_json(const struct ctl_row *r, double target, double share_interval,
+					double share_total, double interval_s)
+{
+	const struct sched_queue_stats *q = &r->snap.sched;
+	struct json_object *t = json_object_new_object();
+	add_u64(t, "id", r->id);
+	json_object_object_add(t, "cgroup", json_object_new_string(r->path));
+	add_u64(t, "weight", r->weight);
+	json_object_object_add(t, "weight_source", json_object_new_string(weight_source_name(r->source)));
+	json_object_object_add(t, "active", json_object_new_boolean(r->active));
+	add_double(t, "target_share", target);
+	add_double(t, "share_interval", share_interval);
+	add_double(t, "share_total", share_total);
+	add_double(t, "read_bytes_per_s", interval_s > 0 ? (double)r->interval_read / interval_s : 0);
+	add_double(t, "write_bytes_per_s", interval_s > 0 ? (double)r->interval_write / interval_s : 0);
+	add_double(t, "iops", interval_s > 0 ? (double)r->interval_ops / interval_s : 0);
+	json_object_object_add(t, "ops", counters4(r->snap.ops));
+	json_object_object_add(t, "bytes", counters4(r->snap.bytes));
+	add_u64(t, "errors", r->snap.errors);
+	struct json_object *lat = json_object_new_object();
+	/* Quantiles are bucket bounds: never report one above the true maximum. */
+	uint64_t p50 = stats_latency_quantile_ns(r->snap.latency_buckets, 0.50);
+	uint64_t p99 = stats_latency_quantile_ns(r->snap.latency_buckets, 0.99);
+	add_u64(lat, "p50", p50 < r->snap.latency_max_ns ? p50 : r->snap.latency_max_ns);
+	add_u64(lat, "p99", p99 < r->snap.latency_max_ns ? p99 : r->snap.latency_max_ns);
+	add_u64(lat, "max", r->snap.latency_max_ns);
+	json_object_object_add(t, "latency_ns", lat);
+	add_u64(t, "queued", q->pending);
+	add_u64(t, "inflight", q->inflight);
+	add_u64(t, "idle_windows", q->idle_windows);
+	add_u64(t, "idle_ns", q->idle_ns);
+	struct json_object *inj = json_object_new_object();
+	add_u64(inj, "waker", q->injected_ops[SCHED_INJECT_WAKER]);
+	add_u64(inj, "fsync", q->injected_ops[SCHED_INJECT_SYNC]);
+	add_u64(inj, "general", q->injected_ops[SCHED_INJECT_GENERAL]);
+	json_object_object_add(t, "injected", inj);
+	struct json_object *exp = json_object_new_object();
+	add_u64(exp, "exhausted", q->expirations[SCHED_EXPIRE_EXHAUSTED]);
+	add_u64(exp, "timeout", q->expirations[SCHED_EXPIRE_TIMEOUT]);
+	add_u64(exp, "emptied", q->expirations[SCHED_EXPIRE_EMPTIED]);
+	add_u64(exp, "too_idle", q->expirations[SCHED_EXPIRE_TOO_IDLE]);
+	add_u64(exp, "preempted", q->expirations[SCHED_EXPIRE_PREEMPTED]);
+	json_object_object_add(t, "expirations", exp);
+	add_u64(t, "budget_bytes", q->budget_bytes);
+	add_u64(t, "think_ns", q->think_ns);
+	return t;
+}
+
+/* Live tenants that ever did I/O or have some queued. */
+static size_t ctl_rows_collect(struct ctl_server *s, struct ctl_row **out)
+{
+	size_t n = 0, cap = 0;
+	struct ctl_row *rows = NULL;
+	struct tenant_info *info = malloc(sizeof(*info));
+	*out = NULL;
+	if (!info)
+		return 0;
+	for (uint32_t id = 0; id < s->max_tenants; id++) {
+		struct stats_tenant_snapshot snap;
+		stats_read_tenant(s->stats, id, &snap);
+		if (!snap.active && !snap.sched.pending && !snap.sched.inflight)
+			continue;
+		if (tenant_get_info(s->tenants, id, info) < 0)
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct ctl_row *nr = realloc(rows, ncap * sizeof(*rows));
+			if (!nr)
+				break;
+			rows = nr;
+			cap = ncap;
+		}
+		struct ctl_row *r = &rows[n];
+		r->path = strdup(info->path);
+		if (!r->path)
+			break;
+		r->id = id;
+		r->weight = info->weight;
+		r->source = info->weight_source;
+		r->snap = snap;
+		r->interval_read = delta(s->newer[id].read_bytes, s->older[id].read_bytes);
+		r->interval_write = delta(s->newer[id].write_bytes, s->older[id].write_bytes);
+		r->interval_bytes = r->interval_read + r->interval_write;
+		r->interval_ops = delta(s->newer[id].ops, s->older[id].ops);
+		r->active = r->interval_ops || snap.sched.pending || snap.sched.inflight;
+		n++;
+	}
+	free(info);
+	*out = rows;
+	return n;
+}
+
+static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
+{
+	struct json_object *o = reply_ok();
+	json_object_object_add(o, "version", json_object_new_string(FUSESCHED_VERSION));
+	add_u64(o, "pid", (uint64_t)getpid());
+	json_object_object_add(o, "mount", json_object_new_string(s->mountpoint));
+	json_object_object_add(o, "backing", json_object_new_string(s->backing));
+	json_object_object_add(o, "config", s->config_path[0] ? json_object_new_string(s->config_path)
+							       : NULL);
+	json_object_object_add(o, "socket", json_object_new_string(s->socket_path));
+	json_object_object_add(o, "policy", json_object_new_string(s->policy));
+	uint64_t peak;
+	uint32_t inflight, max_inflight;
+	stats_read_global(s->stats, &peak, &inflight, &max_inflight);
+	add_u64(o, "inflight", inflight);
+	add_u64(o, "max_inflight", max_inflight);
+	add_u64(o, "peak_rate_bytes_per_s", peak);
+	add_double(o, "uptime_s", (double)(now - s->start_ns) / CTL_NS_PER_S);
+	double interval_s = (double)(s->newer_ns - s->older_ns) / CTL_NS_PER_S;
+	add_double(o, "interval_s", interval_s);
+
+	struct ctl_row *rows;
+	size_t n = ctl_rows_collect(s, &rows);
+	uint64_t active_weights = 0, all_weights = 0, interval_bytes = 0, total_bytes = 0;
+	bool any_active = false;
+	for (size_t i = 0; i < n; i++) {
+		all_weights += rows[i].weight;
+		if (rows[i].active) {
+			active_weights += rows[i].weight;
+			any_active = true;
+		}
+		interval_bytes += rows[i].interval_bytes;
+		total_bytes += rows[i].snap.bytes[STATS_OP_READ] + rows[i].snap.bytes[STATS_OP_WRITE];
+	}
+	/* With nobody active, the target is what each would get if all competed. */
+	uint64_t weight_sum = any_active ? active_weights : all_weights;
+	struct json_object *tenants = json_object_new_array();
+	for (size_t i = 0; i < n; i++) {
+		const struct ctl_row *r = &rows[i];
+		bool counts = r->active || !any_active;
+		double target = counts && weight_sum ? (double)r->weight / (double)weight_sum : 0;
+		double si = interval_bytes ? (double)r->interval_bytes / (double)interval_bytes : 0;
+		uint64_t rb = r->snap.bytes[STATS_OP_READ] + r->snap.bytes[STATS_OP_WRITE];
+		double st = total_bytes ? (double)rb / (double)total_bytes : 0;
+		json_object_array_add(tenants, ctl_row_json(r, target, si, st, interval_s));
+		free(r->path);
+	}
+	free(rows);
+	json_object_object_add(o, "tenants", tenants);
+	return o;
+}
+
+/* The deferred keys, one JSON string each. */
+static struct json_object *split_keys(const char *list)
+{
+	struct json_object *a = json_object_new_array();
+	char copy[sizeof(((struct ctl_reload_result *)0)->deferred)];
+	snprintf(copy, sizeof(copy), "%s", list);
+	char *save = NULL;
+	for (char *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save))
+		json_object_array_add(a, json_object_new_string(k));
+	return a;
+}
+
+static struct json_object *ctl_reload_reply(struct ctl_server *s)
+{
+	if (!s->reload)
+		return reply_error("this daemon cannot reload");
+	struct ctl_reload_result *res = calloc(1, sizeof(*res));
+	if (!res)
+		return reply_error("out of memory");
+	struct json_object *o;
+	if (s->reload(s->reload_ctx, res) < 0) {
+		o = reply_error(res->error[0] ? res->error : "reload failed");
+	} else {
+		char msg[sizeof(res->config_path) + sizeof(res->deferred) + 128];
+		if (res->deferred[0])
+			snprintf(msg, sizeof(msg),
+				 "reloaded %s; changed %s: takes effect at next mount",
+				 res->config_path, res->deferred);
+		else
+			snprintf(msg, sizeof(msg), "reloaded %s", res->config_path);
+		o = reply_ok();
+		json_object_object_add(o, "config", json_object_new_string(res->config_path));
+		json_object_object_add(o, "deferred", split_keys(res->deferred));
+		json_object_object_add(o, "message", json_object_new_string(msg));
+	}
+	free(res);
+	return o;
+}
+
+static struct json_object *ctl_handle_line(struct ctl_server *s, const char *line, size_t len,
+					   uint64_t now)
+{
+	if (memchr(line, '\0', len))
+		return reply_error("malformed request: NUL byte");
+	struct json_tokener *tok = json_tokener_new_ex(8);
+	if (!tok)
+		return reply_error("out of memory");
+	struct json_object *req = json_tokener_parse_ex(tok, line, (int)len);
+	enum json_tokener_error jerr = json_tokener_get_error(tok);
+	/* Whatever follows the object must be blank. */
+	size_t used = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	for (; used < len && (line[used] == ' ' || line[used] == '\t' || line[used] == '\r'); used++)
+		;
+	struct json_object *reply;
+	struct json_object *cmd;
+	if (!req || jerr != json_tokener_success || used != len) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "malformed request: %s",
+			 req && jerr == json_tokener_success ? "trailing data"
+			 : jerr == json_tokener_continue   ? "incomplete JSON"
+							   : json_tokener_error_desc(jerr));
+		reply = reply_error(msg);
+	} else if (!json_object_is_type(req, json_type_object) ||
+		   !json_object_object_get_ex(req, "cmd", &cmd) ||
+		   !json_object_is_type(cmd, json_type_string)) {
+		reply = reply_error("a request is a JSON object with a string \"cmd\"");
+	} else if (strcmp(json_object_get_string(cmd), "stat") == 0) {
+		reply = ctl_stat_reply(s, now);
+	} else if (strcmp(json_object_get_string(cmd), "reload") == 0) {
+		reply = ctl_reload_reply(s);
+	} else if (strcmp(json_object_get_string(cmd), "version") == 0) {
+		reply = reply_ok();
+		json_object_object_add(reply, "version", json_object_new_string(FUSESCHED_VERSION));
+		add_u64(reply, "pid", (uint64_t)getpid());
+	} else {
+		reply = reply_error("unknown command (known: stat, reload, version)");
+	}
+	json_object_put(req);
+	return reply;
+}
+
+/* ---- clients ------------------------------------------------------------- */
+
+static void client_close(struct ctl_client *c)
+{
+	close(c->fd);
+	free(c->in);
+	free(c->out);
+	c->fd = -1;
+	c->in = c->out = NULL;
+}
+
+/* Queues REPLY (consumed) as one line. Returns false when out of memory. */
+static bool client_queue(struct ctl_client *c, struct json_object *reply)
+{
+	size_t len;
+	const char *text = json_object_to_json_string_length(reply, CTL_JSON_FLAGS, &len);
+	free(c->out);
+	c->out = text ? malloc(len + 1) : NULL;
+	if (c->out) {
+		memcpy(c->out, text, len);
+		c->out[len] = '\n';
+		c->out_len = len + 1;
+		c->out_off = 0;
+	}
+	json_object_put(reply);
+	return c->out != NULL;
+}
+
+static bool client_has_output(const struct ctl_client *c)
+{
+	return c->out && c->out_off < c->out_len;
+}
+
+/* Serves the next complete request, if any and if the last reply went out. */
+static bool client_serve_next(struct ctl_server *s, struct ctl_client *c, uint64_t now)
+{
+	while (!client_has_output(c) && !c->discarding) {
+		char *nl = memchr(c->in, '\n', c->in_len);
+		if (!nl) {
+			if (c->in_len < CTL_REQUEST_MAX_BYTES)
+				return true;
+			c->discarding = true;
+			c->in_len = 0;
+			char msg[96];
+			snprintf(msg, sizeof(msg), "request longer than %u bytes: closing",
+				 CTL_REQUEST_MAX_BYTES);
+			return client_queue(c, reply_error(msg));
+		}
+		size_t len = (size_t)(nl - c->in);
+		bool ok = len == 0 || client_queue(c, ctl_handle_line(s, c->in, len, now));
+		c->in_len -= len + 1;
+		memmove(c->in, nl + 1, c->in_len);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+/* Returns false on a dead connection. */
+static bool client_on_writable(struct ctl_client *c, uint64_t now)
+{
+	while (client_has_output(c)) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		c->out_off += (size_t)n;
+		c->last_progress_ns = now;
+	}
+	if (c->discarding && !c->shut_wr) {
+		/* The error is out: tell the client no more replies will come. */
+		shutdown(c->fd, SHUT_WR);
+		c->shut_wr = true;
+	}
+	return true;
+}
+
+static bool client_on_readable(struct ctl_server *s, struct ctl_client *c, uint64_t now)
+{
+	char scratch[16384];
+	for (;;) {
+		char *dst = c->discarding ? scratch : c->in + c->in_len;
+		size_t room = c->discarding ? sizeof(scratch) : CTL_REQUEST_MAX_BYTES - c->in_len;
+		if (room == 0)
+			break;
+		ssize_t n = recv(c->fd, dst, room, MSG_DONTWAIT);
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		if (n == 0) {
+			c->eof = true; /* a partial request at EOF is dropped */
+			break;
+		}
+		c->last_progress_ns = now;
+		if (c->discarding) {
+			c->discarded_bytes += (uint64_t)n;
+			if (c->discarded_bytes > CTL_DISCARD_MAX_BYTES)
+				return false;
+		} else {
+			c->in_len += (size_t)n;
+			if (memchr(dst, '\n', (size_t)n))
+				break;
+		}
+	}
+	return client_serve_next(s, c, now);
+}
+
+static void ctl_accept(struct ctl_server *s, uint64_t now)
+{
+	for (;;) {
+		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		if (s->client_count == CTL_MAX_CLIENTS) {
+			static const char busy[] = "{\"ok\":false,\"error\":\"too many clients\"}\n";
+			ssize_t ignored = send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			(void)ignored; /* best effort: the client learns why, or just sees EOF */
+			close(fd);
+			continue;
+		}
+		struct ctl_client *c = &s->clients[s->client_count];
+		memset(c, 0, sizeof(*c));
+		c->fd = fd;
+		c->in = malloc(CTL_REQUEST_MAX_BYTES);
+		c->last_progress_ns = now;
+		if (!c->in) {
+			close(fd);
+			continue;
+		}
+		s->client_count++;
+	}
+}
+
+/* ---- the thread ---------------------------------------------------------- */
+
+static void ctl_on_signal(struct ctl_server *s)
+{
+	struct signalfd_siginfo si;
+	bool got = false;
+	while (read(s->signal_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		got = true;
+	/* The daemon's callback logs the outcome; nobody waits for a reply. */
+	if (got)
+		json_object_put(ctl_reload_reply(s));
+}
+
+static void *ctl_server_main(void *arg)
+{
+	struct ctl_server *s = arg;
+	uint64_t next_sample_ns = ctl_now_ns() + CTL_SAMPLE_NS;
+	for (;;) {
+		struct pollfd pfd[3 + CTL_MAX_CLIENTS];
+		pfd[0] = (struct pollfd){.fd = s->stop_fd, .events = POLLIN};
+		pfd[1] = (struct pollfd){.fd = s->listen_fd, .events = POLLIN};
+		pfd[2] = (struct pollfd){.fd = s->signal_fd, .events = POLLIN};
+		for (size_t i = 0; i < s->client_count; i++) {
+			const struct ctl_client *c = &s->clients[i];
+			short ev = client_has_output(c) ? POLLOUT : 0;
+			if (!client_has_output(c) || c->discarding)
+				ev |= POLLIN;
+			pfd[3 + i] = (struct pollfd){.fd = c->fd, .events = ev};
+		}
+		uint64_t now = ctl_now_ns();
+		int timeout_ms = now >= next_sample_ns ? 0
+						       : (int)((next_sample_ns - now) / 1000000u) + 1;
+		int n = poll(pfd, 3 + s->client_count, timeout_ms);
+		if (n < 0 && errno != EINTR)
+			break;
+		now = ctl_now_ns();
+		if (pfd[0].revents)
+			break;
+		if (pfd[2].revents)
+			ctl_on_signal(s);
+		size_t kept = 0;
+		for (size_t i = 0; i < s->client_count; i++) {
+			struct ctl_client *c = &s->clients[i];
+			short re = pfd[3 + i].revents;
+			bool alive = !(re & (POLLERR | POLLNVAL));
+			if (alive && (re & POLLOUT))
+				alive = client_on_writable(c, now) &&
+					client_serve_next(s, c, now);
+			if (alive && (re & (POLLIN | POLLHUP)))
+				alive = client_on_readable(s, c, now);
+			/* Done once EOF is seen and every reply is out. */
+			if (alive && c->eof && !client_has_output(c))
+				alive = false;
+			if (alive && now - c->last_progress_ns > CTL_CLIENT_IDLE_NS)
+				alive = false;
+			if (!alive)
+				client_close(c);
+			else
+				s->clients[kept++] = *c;
+		}
+		s->client_count = kept;
+		if (pfd[1].revents & POLLIN)
+			ctl_accept(s, now);
+		if (now >= next_sample_ns) {
+			ctl_sample_take(s, now);
+			next_sample_ns = now + CTL_SAMPLE_NS;
+		}
+	}
+	for (size_t i = 0; i < s->client_count; i++)
+		client_close(&s->clients[i]);
+	s->client_count = 0;
+	return NULL;
+}
+
+int ctl_server_start(struct ctl_server *s)
+{
+	int r = pthread_create(&s->thread, NULL, ctl_server_main, s);
+	if (r)
+		return -r;
+	s->started = true;
+	return 0;
+}
+
+void ctl_server_stop(struct ctl_server *s)
+{
+	if (!s || !s->started)
+		return;
+	uint64_t one = 1;
+	ssize_t ignored = write(s->stop_fd, &one, sizeof(one));
+	(void)ignored; /* an eventfd write only fails on overflow, which also wakes the poll */
+	pthread_join(s->thread, NULL);
+	s->started = false;
+}
+
+void ctl_server_free(struct ctl_server *s)
+{
+	if (!s)
+		return;
+	ctl_server_stop(s);
+	struct stat st;
+	/* Only if it is still ours: a later daemon may have replaced it. */
+	if (stat(s->socket_path, &st) == 0 && st.st_dev == s->socket_dev &&
+	    st.st_ino == s->socket_ino)
+		unlink(s->socket_path);
+	close(s->listen_fd);
+	close(s->stop_fd);
+	if (s->signal_fd >= 0)
+		close(s->signal_fd);
+	free(s->mountpoint);
+	free(s->backing);
+	free(s->policy);
+	free(s->config_path);
+	free(s->older);
+	free(s->newer);
+	free(s);
+}
