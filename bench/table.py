@@ -1,28 +1,44 @@
 #!/usr/bin/env python3
 """Turns bench rows (TSV: row, unit, variant, value, p99_us) into one markdown
-table with each variant's ratio to passthrough_ll and to raw, and a JSON copy."""
+table with each fusesched variant's ratio to passthrough_ll and to raw, and a
+goal column: fusesched-bfq at least as fast as passthrough_ll (every row is
+higher-is-better). As a program it also writes a JSON copy."""
 import collections
 import json
 import sys
 
+GOAL_VARIANT = "fusesched-bfq"
 
-def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: table.py ROWS.tsv OUT.json")
+
+def read_rows(path):
     rows = collections.OrderedDict()
     variants = []
-    with open(sys.argv[1]) as f:
+    with open(path) as f:
         for line in f:
             name, unit, variant, value, p99 = line.rstrip("\n").split("\t")
             rows.setdefault((name, unit), {})[variant] = (float(value), float(p99))
             if variant not in variants:
                 variants.append(variant)
-    head = ["row", "unit"] + [f"{v}" for v in variants] + [f"{v} p99 us" for v in variants]
+    return rows, variants
+
+
+def ratio(by_variant, v, base):
+    if v in by_variant and base in by_variant and by_variant[base][0] > 0 and by_variant[v][0] >= 0:
+        return by_variant[v][0] / by_variant[base][0]
+    return None
+
+
+def single_table(path):
+    """Returns (markdown lines, JSON rows, goal results [(row, ratio or None)])."""
+    rows, variants = read_rows(path)
+    head = ["row", "unit"] + variants + [f"{v} p99 us" for v in variants]
     ratio_variants = [v for v in variants if v.startswith("fusesched")]
     head += [f"{v}/passthrough_ll" for v in ratio_variants] + [f"{v}/raw" for v in ratio_variants]
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    out = []
+    with_goal = GOAL_VARIANT in variants and "passthrough_ll" in variants
+    if with_goal:
+        head.append("goal: bfq >= passthrough_ll")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out, goals = [], []
     for (name, unit), by_variant in rows.items():
         cells = [name, unit]
         # A negative value marks a row the variant could not run.
@@ -31,17 +47,27 @@ def main():
         cells += [f"{by_variant[v][1]:.0f}" if v in by_variant else "-" for v in variants]
         for base in ("passthrough_ll", "raw"):
             for v in ratio_variants:
-                if v in by_variant and base in by_variant and by_variant[base][0] > 0 \
-                        and by_variant[v][0] >= 0:
-                    cells.append(f"{by_variant[v][0] / by_variant[base][0]:.2f}")
-                else:
-                    cells.append("-")
-        print("| " + " | ".join(cells) + " |")
+                r = ratio(by_variant, v, base)
+                cells.append("-" if r is None else f"{r:.2f}")
+        if with_goal:
+            r = ratio(by_variant, GOAL_VARIANT, "passthrough_ll")
+            goals.append((name, r))
+            cells.append("?" if r is None else ("met" if r >= 1.0 else f"missed by {(1 - r) * 100:.0f}%"))
+        lines.append("| " + " | ".join(cells) + " |")
         out.append({"row": name, "unit": unit,
                     "results": {v: {"value": by_variant[v][0], "p99_us": by_variant[v][1]}
                                 for v in by_variant}})
+    return lines, out, goals
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: table.py ROWS.tsv OUT.json")
+    lines, out, _ = single_table(sys.argv[1])
+    print("\n".join(lines))
     with open(sys.argv[2], "w") as f:
         json.dump(out, f, indent=1)
 
 
-main()
+if __name__ == "__main__":
+    main()

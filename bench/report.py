@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""The bench report: markdown tables with ratios and goals, results.json, and
+gnuplot plots, from one bench/run results directory.
+
+    report.py OUT          full report on stdout; OUT/results.json, OUT/plots/*.png
+    report.py --brief DIR  one line per tenant of one lesson run (progress)
+
+OUT layout (written by bench/run):
+    rows.tsv                          single-tenant rows (see table.py)
+    lessons/SCENARIO/VARIANT/T.json   fio JSON (or journalpair's) of tenant T
+    lessons/SCENARIO/VARIANT/T_iops.N.log, small_clat.N.log   fio logs
+    lessons/SCENARIO/VARIANT/FAILED   a tenant failed
+"""
+import glob
+import json
+import os
+import subprocess
+import sys
+
+import table
+
+VARIANTS = ["raw", "passthrough_ll", "fusesched-fifo", "fusesched-bfq", "kernel-bfq"]
+FIFO, BFQ = "fusesched-fifo", "fusesched-bfq"
+SCENARIOS = {  # scenario -> tenants, in table order
+    "dsync": ["dsync-w", "dsync-r"],
+    "journal": ["jp-w", "dsync-r"],
+    "ratelimit-solo": ["rl-free"],
+    "ratelimit": ["rl-free", "rl-lim"],
+    "stream-solo": ["st-writer"],
+    "stream": ["st-writer", "st-small"],
+    "weights-8-1": ["w81-a", "w81-b"],
+    "weights-5-3-1": ["w531-a", "w531-b", "w531-c"],
+    "depth1-solo": ["d1-shallow"],
+    "depth1-vs-deep": ["d1-shallow", "d1-deep"],
+}
+WEIGHTS = {"w81-a": 800, "w81-b": 100, "w531-a": 500, "w531-b": 300, "w531-c": 100,
+           "d1-shallow": 800, "d1-deep": 100}
+
+
+def load_json(path):
+    with open(path) as f:
+        text = f.read()
+    # fio may print warnings before the JSON document.
+    return json.loads(text[text.index("{"):])
+
+
+def tenant_summary(path):
+    """Throughput and latency of one tenant: fio JSON or journalpair's."""
+    data = load_json(path)
+    if "writer_kbps" in data:  # journalpair
+        return {"kbps": data["writer_kbps"], "mbps": data["writer_kbps"] / 1e3,
+                "iops": data["ops"] / data["seconds"], "p99_us": data["p99_us"],
+                "max_us": data["max_us"], "dir": "write"}
+    job = data["jobs"][0]
+    direction = max(("read", "write"), key=lambda d: job[d]["io_bytes"])
+    s = job[direction]
+    clat = s.get("clat_ns", {})
+    return {"dir": direction, "mbps": s["bw_bytes"] / 1e6, "kbps": s["bw_bytes"] / 1e3,
+            "iops": s["iops"], "p99_us": clat.get("percentile", {}).get("99.000000", 0) / 1e3,
+            "max_us": clat.get("max", 0) / 1e3, "error": job.get("error", 0)}
+
+
+def load_lessons(out):
+    """{scenario: {variant: {tenant: summary}}}; a failed run maps to None."""
+    res = {}
+    for scen in SCENARIOS:
+        for vdir in sorted(glob.glob(os.path.join(out, "lessons", scen, "*"))):
+            variant = os.path.basename(vdir)
+            got = {}
+            for tenant in SCENARIOS[scen]:
+                try:
+                    got[tenant] = tenant_summary(os.path.join(vdir, tenant + ".json"))
+                except (OSError, ValueError, KeyError, IndexError):
+                    got = None
+                    break
+            if os.path.exists(os.path.join(vdir, "FAILED")):
+                got = None
+            res.setdefault(scen, {})[variant] = got
+    return res
+
+
+def fmt(x, digits=1):
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def get(res, scen, variant, tenant, key):
+    try:
+        return res[scen][variant][tenant][key]
+    except (KeyError, TypeError):
+        return None
+
+
+def div(a, b):
+    return None if a is None or not b else a / b
+
+
+def md_table(head, rows):
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return lines
+
+
+def variants_of(res, *scens):
+    seen = set()
+    for s in scens:
+        seen.update(res.get(s, {}))
+    return [v for v in VARIANTS if v in seen]
+
+
+def lesson_tables(res):
+    """Markdown lines for the four lessons, and the goals [(goal, value, target, met)]."""
+    lines, goals = [], []
+
+    def goal(name, value, target, met):
+        goals.append({"goal": name, "value": value, "target": target, "met": met})
+
+    if "dsync" in res or "journal" in res:
+        lines += ["", "### Lesson 1: sync writes next to a depth-1 reader (writer KB/s)", ""]
+        rows = []
+        for v in variants_of(res, "dsync", "journal"):
+            dd = get(res, "dsync", v, "dsync-w", "kbps")
+            jp = get(res, "journal", v, "jp-w", "kbps")
+            rows.append([v, fmt(dd), fmt(div(dd, get(res, "dsync", FIFO, "dsync-w", "kbps")), 2),
+                         fmt(get(res, "dsync", v, "dsync-r", "iops"), 0),
+                         fmt(jp), fmt(div(jp, get(res, "journal", FIFO, "jp-w", "kbps")), 2),
+                         fmt(get(res, "journal", v, "jp-w", "p99_us"), 0),
+                         fmt(get(res, "journal", v, "dsync-r", "iops"), 0)])
+        lines += md_table(["variant", "dd 512B O_DSYNC KB/s", "vs fifo", "reader IOPS",
+                           "journal-pair writer KB/s", "vs fifo", "round trip p99 us",
+                           "reader IOPS"], rows)
+        for scen, t, label in (("dsync", "dsync-w", "dd O_DSYNC"), ("journal", "jp-w", "journal pair")):
+            r = div(get(res, scen, BFQ, t, "kbps"), get(res, scen, FIFO, t, "kbps"))
+            goal(f"1. {label} writer, bfq vs fifo", r, ">= 0.90", None if r is None else r >= 0.9)
+
+    if "ratelimit" in res:
+        lines += ["", "### Lesson 2: a rate-limited peer (4k direct random writes, depth 1, MB/s)", ""]
+        rows = []
+        for v in variants_of(res, "ratelimit", "ratelimit-solo"):
+            solo = get(res, "ratelimit-solo", v, "rl-free", "mbps")
+            free = get(res, "ratelimit", v, "rl-free", "mbps")
+            rows.append([v, fmt(solo, 2), fmt(get(res, "ratelimit", v, "rl-lim", "mbps"), 2),
+                         fmt(free, 2), fmt(div(free, solo), 2)])
+        lines += md_table(["variant", "free tenant solo", "limited tenant (rate=4m)",
+                           "free tenant", "free / what is left"], rows)
+        lines += ["", "What is left for the free tenant is its own solo rate: a depth-1 writer "
+                  "cannot use more, and the limited tenant takes 4 MB/s of a parallel store."]
+        r = div(get(res, "ratelimit", BFQ, "rl-free", "mbps"),
+                get(res, "ratelimit-solo", BFQ, "rl-free", "mbps"))
+        goal("2. free tenant, bfq, vs what is left", r, ">= 0.90", None if r is None else r >= 0.9)
+
+    if "stream" in res:
+        lines += ["", "### Lesson 3: 20 small readers behind a buffered 1 MiB streaming writer", ""]
+        rows = []
+        fifo_max = get(res, "stream", FIFO, "st-small", "max_us")
+        for v in variants_of(res, "stream", "stream-solo"):
+            solo = get(res, "stream-solo", v, "st-writer", "mbps")
+            w = get(res, "stream", v, "st-writer", "mbps")
+            mx = get(res, "stream", v, "st-small", "max_us")
+            rows.append([v, fmt(solo, 0), fmt(w, 0), fmt(div(w, solo), 2),
+                         fmt(div(get(res, "stream", v, "st-small", "p99_us"), 1e3), 2),
+                         fmt(div(mx, 1e3), 2), fmt(div(mx, fifo_max), 3),
+                         fmt(get(res, "stream", v, "st-small", "iops"), 0)])
+        lines += md_table(["variant", "writer solo MB/s", "writer MB/s", "writer / solo",
+                           "small p99 ms", "small max ms", "small max vs fifo", "small IOPS"], rows)
+        mx = div(get(res, "stream", BFQ, "st-small", "max_us"), fifo_max)
+        w = div(get(res, "stream", BFQ, "st-writer", "mbps"), get(res, "stream-solo", BFQ, "st-writer", "mbps"))
+        goal("3. small readers' max latency, bfq vs fifo", mx, "<= 0.10", None if mx is None else mx <= 0.1)
+        goal("3. streaming writer, bfq vs its solo rate", w, ">= 0.80", None if w is None else w >= 0.8)
+
+    def weights_table(scen, tenants, title):
+        nonlocal lines
+        lines += ["", f"### Lesson 4: {title} (4k direct random reads, IOPS)", ""]
+        low = tenants[-1]
+        fifo_total = sum(get(res, scen, FIFO, t, "iops") or 0 for t in tenants) or None
+        rows = []
+        for v in variants_of(res, scen):
+            iops = [get(res, scen, v, t, "iops") for t in tenants]
+            total = None if None in iops else sum(iops)
+            ratios = [div(i, iops[-1]) for i in iops[:-1]]
+            rows.append([v] + [fmt(i, 0) for i in iops] + [fmt(r, 2) for r in ratios]
+                        + [fmt(total, 0), fmt(div(total, fifo_total), 2)])
+        head = ["variant"] + [f"{t} (w{WEIGHTS[t]})" for t in tenants] \
+            + [f"{t}/{low} (want {WEIGHTS[t] / WEIGHTS[low]:g})" for t in tenants[:-1]] \
+            + ["total", "total vs fifo"]
+        lines += md_table(head, rows)
+        iops = [get(res, scen, BFQ, t, "iops") for t in tenants]
+        if None in iops or not iops[-1]:
+            return None, None
+        errs = [abs(i / iops[-1] / (WEIGHTS[t] / WEIGHTS[low]) - 1) for i, t in zip(iops[:-1], tenants)]
+        return max(errs), div(sum(iops), fifo_total)
+
+    if "weights-8-1" in res:
+        err, tot = weights_table("weights-8-1", ["w81-a", "w81-b"], "8:1, saturating readers (4 jobs x iodepth 16 each)")
+        goal("4. 8:1 received ratio, bfq: worst error vs 8", err, "<= 0.10", None if err is None else err <= 0.1)
+        goal("4. 8:1 total, bfq vs fifo", tot, ">= 0.90", None if tot is None else tot >= 0.9)
+    if "weights-5-3-1" in res:
+        err, _ = weights_table("weights-5-3-1", ["w531-a", "w531-b", "w531-c"], "5:3:1, saturating readers")
+        goal("4. 5:3:1 received ratios, bfq: worst error vs 5 and 3", err, "<= 0.10",
+             None if err is None else err <= 0.1)
+    if "depth1-vs-deep" in res:
+        weights_table("depth1-vs-deep", ["d1-shallow", "d1-deep"],
+                      "8:1, a depth-1 reader (w800) against a deep one (w100)")
+        lines += ["", "The depth-1 reader cannot use 8/9 of a parallel store; what its weight buys "
+                  "is not being slowed by the other's queue:", ""]
+        rows = []
+        for v in variants_of(res, "depth1-vs-deep", "depth1-solo"):
+            solo = get(res, "depth1-solo", v, "d1-shallow", "iops")
+            got = get(res, "depth1-vs-deep", v, "d1-shallow", "iops")
+            rows.append([v, fmt(solo, 0), fmt(got, 0), fmt(div(got, solo), 2)])
+        lines += md_table(["variant", "depth-1 reader solo IOPS", "next to the deep reader",
+                           "fraction of solo"], rows)
+        r = div(get(res, "depth1-vs-deep", BFQ, "d1-shallow", "iops"),
+                get(res, "depth1-solo", BFQ, "d1-shallow", "iops"))
+        goal("4. depth-1 reader (w800) next to a deep one, bfq vs its solo run (sim S5)", r, ">= 0.90",
+             None if r is None else r >= 0.9)
+    return lines, goals
+
+
+def goal_table(goals):
+    rows = []
+    for g in goals:
+        v = g["value"]
+        if g["met"] is None:
+            verdict = "not measured"
+        elif g["met"]:
+            verdict = "met"
+        else:
+            # By how much: distance to the target as a fraction of the target.
+            op, target = g["target"].split()
+            target = float(target)
+            if op == ">=":
+                verdict = f"missed by {(1 - v / target) * 100:.0f}%"
+            else:
+                verdict = f"missed: {v / target:.1f}x the limit"
+        rows.append([g["goal"], fmt(v, 3), g["target"], verdict])
+    return md_table(["goal", "measured", "target", "met/missed"], rows)
+
+
+# --- Plots ---
+
+def iops_series(vdir, tenant, step_ms=500):
+    """Per-tenant IOPS over time: fio's per-job averaged IOPS logs summed per step."""
+    buckets = {}
+    for path in glob.glob(os.path.join(vdir, f"{tenant}_iops.*.log")):
+        with open(path) as f:
+            for line in f:
+                parts = line.split(",")
+                if len(parts) < 2:
+                    continue
+                b = round(int(parts[0]) / step_ms)
+                buckets[b] = buckets.get(b, 0) + int(parts[1])
+    return buckets
+
+
+def gnuplot(script):
+    try:
+        subprocess.run(["gnuplot"], input=script, text=True, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        return True
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"report.py: gnuplot failed: {getattr(e, 'stderr', e)}", file=sys.stderr)
+        return False
+
+
+def plot_weights(out, res, plots):
+    made = []
+    for scen in ("weights-8-1", "weights-5-3-1", "depth1-vs-deep"):
+        variants = variants_of(res, scen)
+        if not variants:
+            continue
+        tenants = SCENARIOS[scen]
+        parts = []
+        for v in variants:
+            vdir = os.path.join(out, "lessons", scen, v)
+            series = {t: iops_series(vdir, t) for t in tenants}
+            steps = sorted(set().union(*series.values()))
+            dat = os.path.join(plots, f"{scen}-{v}.dat")
+            with open(dat, "w") as f:
+                f.write("# time_s " + " ".join(tenants) + "\n")
+                for b in steps:
+                    f.write(f"{b * 0.5:.1f} " + " ".join(str(series[t].get(b, 0)) for t in tenants) + "\n")
+            cols = ", ".join(f"'{dat}' using 1:{i + 2} with lines lw 2 title '{t} (w{WEIGHTS[t]})'"
+                             for i, t in enumerate(tenants))
+            parts.append(f"set title '{scen}: {v}'\nplot {cols}\n")
+        png = os.path.join(plots, f"{scen}.png")
+        script = (f"set terminal pngcairo size 900,{260 * len(variants)}\nset output '{png}'\n"
+                  f"set multiplot layout {len(variants)},1\nset xlabel 'time (s)'\n"
+                  "set ylabel 'IOPS'\nset yrange [0:*]\nset key outside right\nset grid\n"
+                  + "".join(parts) + "unset multiplot\n")
+        if gnuplot(script):
+            made.append(png)
+    return made
+
+
+def plot_stream_cdf(out, res, plots):
+    variants = variants_of(res, "stream")
+    curves = []
+    for v in variants:
+        lat_ms = []
+        for path in glob.glob(os.path.join(out, "lessons", "stream", v, "small_clat.*.log")):
+            with open(path) as f:
+                for line in f:
+                    parts = line.split(",")
+                    if len(parts) >= 2:
+                        lat_ms.append(int(parts[1]) / 1e6)
+        if not lat_ms:
+            continue
+        lat_ms.sort()
+        n = len(lat_ms)
+        dat = os.path.join(plots, f"stream-cdf-{v}.dat")
+        with open(dat, "w") as f:
+            f.write("# latency_ms fraction\n")
+            step = max(1, n // 2000)
+            for i in list(range(0, n, step)) + [n - 1]:
+                f.write(f"{lat_ms[i]:.4f} {(i + 1) / n:.5f}\n")
+        curves.append(f"'{dat}' using 1:2 with lines lw 2 title '{v}'")
+    if not curves:
+        return []
+    png = os.path.join(plots, "stream-latency-cdf.png")
+    script = (f"set terminal pngcairo size 900,500\nset output '{png}'\n"
+              "set title 'small readers behind a streaming writer: read completion latency CDF'\n"
+              "set logscale x\nset xlabel 'completion latency (ms)'\nset ylabel 'fraction of reads'\n"
+              "set yrange [0:1]\nset key bottom right\nset grid\nplot " + ", ".join(curves) + "\n")
+    return [png] if gnuplot(script) else []
+
+
+def brief(vdir):
+    scen, variant = vdir.rstrip("/").split("/")[-2:]
+    parts = []
+    for tenant in SCENARIOS.get(scen, []):
+        try:
+            s = tenant_summary(os.path.join(vdir, tenant + ".json"))
+        except (OSError, ValueError, KeyError, IndexError):
+            parts.append(f"{tenant} failed")
+            continue
+        parts.append(f"{tenant} {s['mbps']:.2f} MB/s {s['iops']:.0f} IOPS "
+                     f"p99 {s['p99_us']:.0f} us max {s['max_us']:.0f} us")
+    print(f"  {scen} {variant}: " + "; ".join(parts))
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--brief":
+        brief(sys.argv[2])
+        return
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    lines, single_json, goals = [], [], []
+    rows_path = os.path.join(out, "rows.tsv")
+    if os.path.exists(rows_path) and os.path.getsize(rows_path) > 0:
+        single_lines, single_json, single_goals = table.single_table(rows_path)
+        lines += ["### Single tenant", ""] + single_lines
+        if single_goals:
+            measured = [r for _, r in single_goals if r is not None]
+            worst = min(measured) if measured else None
+            goals.append({"goal": "single tenant: bfq vs passthrough_ll, worst row"
+                          + (f" ({min(single_goals, key=lambda g: g[1] or 0)[0]})" if measured else ""),
+                          "value": worst, "target": ">= 1.00",
+                          "met": None if worst is None or len(measured) < len(single_goals) else worst >= 1.0})
+    res = load_lessons(out)
+    lesson_lines, lesson_goals = lesson_tables(res)
+    lines += lesson_lines
+    goals += lesson_goals
+    plots = os.path.join(out, "plots")
+    os.makedirs(plots, exist_ok=True)
+    pngs = plot_weights(out, res, plots) + plot_stream_cdf(out, res, plots)
+    print("\n".join(["### Goals", ""] + goal_table(goals) + [""] + lines))
+    if pngs:
+        print("\nPlots: " + ", ".join(os.path.relpath(p, out) for p in pngs)
+              + " (in the results directory)")
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"single": single_json, "lessons": res, "goals": goals,
+                   "plots": [os.path.relpath(p, out) for p in pngs]}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
