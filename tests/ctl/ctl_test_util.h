@@ -1,0 +1,40 @@
+/* Shared by the ctl integration suites: run the CLI, read its JSON, real cgroups. */
+#ifndef FUSESCHED_CTL_TEST_UTIL_H
+#define FUSESCHED_CTL_TEST_UTIL_H
+
+#include "mount_helper.h"
+
+#include <json-c/json.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CG_V2 "/sys/fs/cgroup/unified"
+#define CG_BLKIO "/sys/fs/cgroup/blkio"
+
+/* Runs a shell command line; returns its stdout (and stderr with 2>&1 in it), *status its exit status. */
+char *ctl_test_capture(int *status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* `fusesched stat MNT --json`, parsed; the mount's object is *mount. Fails the test on error. */
+struct json_object *ctl_test_stat(const char *mnt, struct json_object **mount);
+
+/* The tenant row whose cgroup is CGROUP, or NULL. */
+struct json_object *ctl_test_tenant(struct json_object *mount, const char *cgroup);
+/* Integer at a dotted path ("ops.write") of a tenant row; -1 when the tenant is missing. */
+int64_t ctl_test_tenant_u64(const char *mnt, const char *cgroup, const char *path);
+
+/* Writes TEXT to PATH (a config file, cgroup.procs, ...). */
+void ctl_test_write_file(const char *path, const char *text);
+
+/* Creates ROOT/NAME; remembers it so ctl_test_cgroups_cleanup() removes it, even after a failure. */
+void ctl_test_cgroup_make(const char *root, const char *name);
+void ctl_test_cgroup_move(const char *root, const char *name, pid_t pid);
+void ctl_test_cgroups_cleanup(void);
+
+/* Polls COND (an expression) every 20 ms for up to 20 s. */
+#define CTL_TEST_POLL(cond)                                                          \
+	do {                                                                         \
+		for (int poll_i_ = 0; poll_i_ < 1000 && !(cond); poll_i_++)          \
+			usleep(20000);                                               \
+	} while (0)
+
+#endif

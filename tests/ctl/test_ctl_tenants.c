@@ -1,0 +1,399 @@
+/*
+ * Tenants in real cgroups, seen through `fusesched stat` and changed by
+ * `fusesched reload` and SIGHUP. Needs root, /dev/fuse and the hybrid cgroup
+ * mounts (v2 at /sys/fs/cgroup/unified, v1 blkio); exits 77 without them.
+ */
+#include "ctl_test_util.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Unique per run, so parallel or leftover runs never share a cgroup. */
+static char group_a[64], group_b[64];
+static char config_path[512];
+
+static void setup(void)
+{
+	snprintf(group_a, sizeof(group_a), "/ctl-test-%d-a", (int)getpid());
+	snprintf(group_b, sizeof(group_b), "/ctl-test-%d-b", (int)getpid());
+	snprintf(config_path, sizeof(config_path), "%s/ctl-tenants-%d.conf", TEST_SCRATCH_DIR,
+		 (int)getpid());
+	mkdir(TEST_SCRATCH_DIR, 0755);
+}
+
+static void teardown(void)
+{
+	ctl_test_cgroups_cleanup();
+	unlink(config_path);
+}
+
+/* Config with weights for A and B and a short tenant cache, so moves show quickly. */
+static void write_config(unsigned weight_a, unsigned weight_b, const char *extra)
+{
+	char text[1024];
+	snprintf(text, sizeof(text),
+		 "%s\n[tenants]\ncache_ttl_ms = 20\n\n[group \"%s\"]\nweight = %u\n\n"
+		 "[group \"%s\"]\nweight = %u\n",
+		 extra ? extra : "", group_a, weight_a, group_b, weight_b);
+	ctl_test_write_file(config_path, text);
+}
+
+static void mount_with_config(struct test_mount *m)
+{
+	const char *args[] = {"-c", config_path, NULL};
+	test_mount_start(m, args);
+}
+
+/* O_DIRECT: each call is exactly one FUSE request of exactly that size. */
+static int do_io(const char *path, int writes, size_t write_bytes, int reads, size_t read_bytes)
+{
+	void *buf;
+	if (posix_memalign(&buf, 4096, write_bytes > read_bytes ? write_bytes : read_bytes))
+		return 1;
+	memset(buf, 'w', write_bytes);
+	int fd = open(path, O_CREAT | O_RDWR | O_DIRECT, 0644);
+	if (fd < 0)
+		return 2;
+	for (int i = 0; i < writes; i++)
+		if (pwrite(fd, buf, write_bytes, (off_t)(i * write_bytes)) != (ssize_t)write_bytes)
+			return 3;
+	for (int i = 0; i < reads; i++)
+		if (pread(fd, buf, read_bytes, (off_t)(i * read_bytes)) != (ssize_t)read_bytes)
+			return 4;
+	close(fd);
+	free(buf);
+	return 0;
+}
+
+struct io_job {
+	const char *group;
+	const char *path;
+	int writes;
+	size_t write_bytes;
+	int reads;
+	size_t read_bytes;
+};
+
+/* A child that joins the job's v2 cgroup, does the I/O, and exits with do_io's result. */
+static pid_t spawn_io(const struct io_job *j)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char procs[256], me[32];
+		snprintf(procs, sizeof(procs), "%s%s/cgroup.procs", CG_V2, j->group);
+		snprintf(me, sizeof(me), "%d\n", (int)getpid());
+		int fd = open(procs, O_WRONLY);
+		if (fd < 0 || write(fd, me, strlen(me)) < 0)
+			_exit(10);
+		close(fd);
+		_exit(do_io(j->path, j->writes, j->write_bytes, j->reads, j->read_bytes));
+	}
+	return pid;
+}
+
+static int wait_exit(pid_t pid)
+{
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* A writer that writes one 4 KiB block after another until killed. */
+static pid_t spawn_writer_loop(const char *group, const char *path)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (group) {
+			char procs[256], me[32];
+			snprintf(procs, sizeof(procs), "%s%s/cgroup.procs", CG_V2, group);
+			snprintf(me, sizeof(me), "%d\n", (int)getpid());
+			int fd = open(procs, O_WRONLY);
+			if (fd < 0 || write(fd, me, strlen(me)) < 0)
+				_exit(10);
+			close(fd);
+		}
+		for (;;) {
+			if (do_io(path, 1, 4096, 0, 4096))
+				_exit(11);
+			usleep(2000);
+		}
+	}
+	return pid;
+}
+
+static void stop_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+START_TEST(two_cgroups_counts_weights_and_shares_are_exact)
+{
+	write_config(300, 100, NULL);
+	ctl_test_cgroup_make(CG_V2, group_a);
+	ctl_test_cgroup_make(CG_V2, group_b);
+	struct test_mount m;
+	mount_with_config(&m);
+	const struct io_job a = {group_a, test_mnt_path(&m, "a"), 37, 8192, 11, 4096};
+	const struct io_job b = {group_b, test_mnt_path(&m, "b"), 5, 65536, 3, 16384};
+	pid_t pa = spawn_io(&a), pb = spawn_io(&b);
+	ck_assert_int_eq(wait_exit(pa), 0);
+	ck_assert_int_eq(wait_exit(pb), 0);
+
+	/* Every reply was sent after its stats were recorded; poll only to be safe across threads. */
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_b, "ops.read") == 3);
+	/* Targets compare like with like once neither tenant is active any more. */
+	struct json_object *mount, *doc = NULL;
+	for (int i = 0; i < 1000; i++) {
+		json_object_put(doc);
+		doc = ctl_test_stat(m.mnt, &mount);
+		struct json_object *ta = ctl_test_tenant(mount, group_a);
+		struct json_object *tb = ctl_test_tenant(mount, group_b);
+		struct json_object *aa, *ab;
+		if (ta && tb && json_object_object_get_ex(ta, "active", &aa) &&
+		    json_object_object_get_ex(tb, "active", &ab) && !json_object_get_boolean(aa) &&
+		    !json_object_get_boolean(ab))
+			break;
+		usleep(20000);
+	}
+	struct json_object *ta = ctl_test_tenant(mount, group_a), *tb = ctl_test_tenant(mount, group_b);
+	ck_assert_ptr_nonnull(ta);
+	ck_assert_ptr_nonnull(tb);
+	struct {
+		struct json_object *t;
+		const struct io_job *j;
+		int weight;
+	} rows[] = {{ta, &a, 300}, {tb, &b, 100}};
+	for (int i = 0; i < 2; i++) {
+		struct json_object *t = rows[i].t, *v, *ops, *bytes;
+		const struct io_job *j = rows[i].j;
+		ck_assert(json_object_object_get_ex(t, "ops", &ops));
+		ck_assert(json_object_object_get_ex(t, "bytes", &bytes));
+		ck_assert(json_object_object_get_ex(ops, "write", &v));
+		ck_assert_int_eq(json_object_get_int64(v), j->writes);
+		ck_assert(json_object_object_get_ex(ops, "read", &v));
+		ck_assert_int_eq(json_object_get_int64(v), j->reads);
+		ck_assert(json_object_object_get_ex(ops, "sync", &v));
+		ck_assert_int_eq(json_object_get_int64(v), 0);
+		ck_assert(json_object_object_get_ex(bytes, "write", &v));
+		ck_assert_int_eq(json_object_get_int64(v), (int64_t)(j->writes * j->write_bytes));
+		ck_assert(json_object_object_get_ex(bytes, "read", &v));
+		ck_assert_int_eq(json_object_get_int64(v), (int64_t)(j->reads * j->read_bytes));
+		ck_assert(json_object_object_get_ex(t, "weight", &v));
+		ck_assert_int_eq(json_object_get_int(v), rows[i].weight);
+		ck_assert(json_object_object_get_ex(t, "weight_source", &v));
+		ck_assert_str_eq(json_object_get_string(v), "rule");
+	}
+	/* Idle: each target is its weight over the sum of every listed tenant's weight. */
+	struct json_object *tenants, *v;
+	ck_assert(json_object_object_get_ex(mount, "tenants", &tenants));
+	int sum = 0;
+	for (size_t i = 0; i < json_object_array_length(tenants); i++) {
+		ck_assert(json_object_object_get_ex(json_object_array_get_idx(tenants, i), "weight", &v));
+		sum += json_object_get_int(v);
+	}
+	for (int i = 0; i < 2; i++) {
+		ck_assert(json_object_object_get_ex(rows[i].t, "target_share", &v));
+		ck_assert_double_eq_tol(json_object_get_double(v), (double)rows[i].weight / sum, 1e-9);
+	}
+	/* Share received since start, by bytes: A's over A's and B's is exact. */
+	double got_a, got_b;
+	ck_assert(json_object_object_get_ex(ta, "share_total", &v));
+	got_a = json_object_get_double(v);
+	ck_assert(json_object_object_get_ex(tb, "share_total", &v));
+	got_b = json_object_get_double(v);
+	double bytes_a = 37 * 8192 + 11 * 4096, bytes_b = 5 * 65536 + 3 * 16384;
+	ck_assert_double_eq_tol(got_a / (got_a + got_b), bytes_a / (bytes_a + bytes_b), 1e-9);
+	json_object_put(doc);
+
+	/* The table names both tenants with their weights. */
+	int status;
+	char *table = ctl_test_capture(&status, "%s stat '%s' --sort weight", FUSESCHED_BIN, m.mnt);
+	ck_assert_int_eq(status, 0);
+	ck_assert_ptr_nonnull(strstr(table, "TENANT"));
+	char *pos_a = strstr(table, group_a), *pos_b = strstr(table, group_b);
+	ck_assert_ptr_nonnull(pos_a);
+	ck_assert_ptr_nonnull(pos_b);
+	ck_assert(pos_a < pos_b); /* heavier first */
+	free(table);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+START_TEST(moved_process_is_reattributed)
+{
+	write_config(300, 100, NULL);
+	ctl_test_cgroup_make(CG_V2, group_a);
+	ctl_test_cgroup_make(CG_V2, group_b);
+	struct test_mount m;
+	mount_with_config(&m);
+	pid_t w = spawn_writer_loop(group_a, test_mnt_path(&m, "moving"));
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_a, "ops.write") > 0);
+	ck_assert_int_gt(ctl_test_tenant_u64(m.mnt, group_a, "ops.write"), 0);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_b, "ops.write"), -1);
+	ctl_test_cgroup_move(CG_V2, group_b, w);
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_b, "ops.write") > 0);
+	ck_assert_int_gt(ctl_test_tenant_u64(m.mnt, group_b, "ops.write"), 0);
+	/* And A stops growing: the cache entry expired rather than being kept. */
+	int64_t a_then = ctl_test_tenant_u64(m.mnt, group_a, "ops.write");
+	int64_t b_then = ctl_test_tenant_u64(m.mnt, group_b, "ops.write");
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_b, "ops.write") > b_then + 20);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_a, "ops.write"), a_then);
+	stop_child(w);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+START_TEST(blkio_bfq_weight_is_honoured_without_a_rule)
+{
+	char v1_dir[256], weight_file[300];
+	snprintf(v1_dir, sizeof(v1_dir), "%s%s", CG_BLKIO, group_a);
+	write_config(300, 100, NULL);
+	/* Rules name A and B; this tenant is C, matched by nothing. */
+	char group_c[80];
+	snprintf(group_c, sizeof(group_c), "%s-c", group_a);
+	ctl_test_cgroup_make(CG_V2, group_c);
+	ctl_test_cgroup_make(CG_BLKIO, group_c);
+	snprintf(weight_file, sizeof(weight_file), "%s%s/blkio.bfq.weight", CG_BLKIO, group_c);
+	if (access(weight_file, W_OK) != 0) {
+		printf("SKIP: %s missing: this kernel's blkio has no BFQ weights\n", weight_file);
+		return;
+	}
+	ctl_test_write_file(weight_file, "300\n");
+	struct test_mount m;
+	mount_with_config(&m);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char me[32];
+		snprintf(me, sizeof(me), "%d\n", (int)getpid());
+		char v2procs[256], v1procs[256];
+		snprintf(v2procs, sizeof(v2procs), "%s%s/cgroup.procs", CG_V2, group_c);
+		snprintf(v1procs, sizeof(v1procs), "%s%s/cgroup.procs", CG_BLKIO, group_c);
+		int f2 = open(v2procs, O_WRONLY), f1 = open(v1procs, O_WRONLY);
+		if (f1 < 0 || f2 < 0 || write(f2, me, strlen(me)) < 0 || write(f1, me, strlen(me)) < 0)
+			_exit(10);
+		_exit(do_io(test_mnt_path(&m, "c"), 2, 4096, 0, 4096));
+	}
+	ck_assert_int_eq(wait_exit(pid), 0);
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_c, "ops.write") == 2);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_c, "weight"), 300);
+	struct json_object *mount, *doc = ctl_test_stat(m.mnt, &mount), *src;
+	ck_assert(json_object_object_get_ex(ctl_test_tenant(mount, group_c), "weight_source", &src));
+	ck_assert_str_eq(json_object_get_string(src), "cgroup");
+	json_object_put(doc);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+START_TEST(reload_and_sighup_change_weights_while_writing_bad_file_keeps_them)
+{
+	write_config(300, 100, NULL);
+	ctl_test_cgroup_make(CG_V2, group_a);
+	struct test_mount m;
+	mount_with_config(&m);
+	pid_t w = spawn_writer_loop(group_a, test_mnt_path(&m, "busy"));
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_a, "weight") == 300);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_a, "weight"), 300);
+
+	int status;
+	write_config(700, 100, NULL);
+	char *out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
+	ck_assert_msg(status == 0, "reload: %s", out);
+	ck_assert_ptr_nonnull(strstr(out, "reloaded"));
+	free(out);
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_a, "weight") == 700);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_a, "weight"), 700);
+
+	/* Line 3 of this file is the bad one. */
+	ctl_test_write_file(config_path, "[scheduler]\npolicy = bfq\nmax_inflight = 0\n");
+	out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
+	ck_assert_int_eq(status, 2);
+	char where[600];
+	snprintf(where, sizeof(where), "%s:3:", config_path);
+	ck_assert_msg(strstr(out, where) != NULL, "reload error does not name %s: %s", where, out);
+	free(out);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_a, "weight"), 700);
+
+	/* Scheduler settings cannot change live: the reply says so. */
+	write_config(500, 100, "[scheduler]\npolicy = fifo\n");
+	ck_assert_int_eq(kill(m.daemon_pid, SIGHUP), 0);
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_a, "weight") == 500);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_a, "weight"), 500);
+	out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
+	ck_assert_msg(status == 0, "reload: %s", out);
+	ck_assert_msg(strstr(out, "scheduler.policy") && strstr(out, "takes effect at next mount"),
+		      "%s", out);
+	free(out);
+	/* The writer was served throughout, and still is. */
+	int64_t before = ctl_test_tenant_u64(m.mnt, group_a, "ops.write");
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_a, "ops.write") > before);
+	ck_assert_int_gt(ctl_test_tenant_u64(m.mnt, group_a, "ops.write"), before);
+	stop_child(w);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+START_TEST(process_in_its_own_pid_namespace_is_attributed_to_its_cgroup)
+{
+	write_config(300, 100, NULL);
+	ctl_test_cgroup_make(CG_V2, group_b);
+	struct test_mount m;
+	mount_with_config(&m);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char procs[256], me[32], of[600];
+		snprintf(procs, sizeof(procs), "%s%s/cgroup.procs", CG_V2, group_b);
+		snprintf(me, sizeof(me), "%d\n", (int)getpid());
+		int fd = open(procs, O_WRONLY);
+		if (fd < 0 || write(fd, me, strlen(me)) < 0)
+			_exit(10);
+		close(fd);
+		snprintf(of, sizeof(of), "of=%s", test_mnt_path(&m, "ns"));
+		execlp("unshare", "unshare", "--pid", "--fork", "dd", "if=/dev/zero", of,
+		       "bs=4096", "count=7", "oflag=direct", "status=none", (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(wait_exit(pid), 0);
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_b, "ops.write") == 7);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_b, "ops.write"), 7);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_b, "bytes.write"), 7 * 4096);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_b, "weight"), 100);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+int main(void)
+{
+	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0 ||
+	    access(CG_V2 "/cgroup.procs", W_OK) != 0) {
+		printf("SKIP: needs root, /dev/fuse and cgroup v2 at %s\n", CG_V2);
+		return 77;
+	}
+	Suite *s = suite_create("ctl_tenants");
+	TCase *tc = tcase_create("real cgroups");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, two_cgroups_counts_weights_and_shares_are_exact);
+	tcase_add_test(tc, moved_process_is_reattributed);
+	tcase_add_test(tc, blkio_bfq_weight_is_honoured_without_a_rule);
+	tcase_add_test(tc, reload_and_sighup_change_weights_while_writing_bad_file_keeps_them);
+	tcase_add_test(tc, process_in_its_own_pid_namespace_is_attributed_to_its_cgroup);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_VERBOSE);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
