@@ -131,7 +131,7 @@ static int ctl_request(const char *mnt, const char *cmd, struct json_object **re
 		r = -errno;
 		snprintf(err, err_bytes, "cannot connect to %s: %s%s", addr.sun_path, strerror(-r),
 			 r == -EACCES	    ? " (needs root, or the [control] group)"
-			 : r == -ENOENT	    ? " (is the daemon running?)"
+			 : r == -ENOENT	    ? " (is the daemon running? a fusesched older than stat?)"
 			 : r == -ECONNREFUSED ? " (the daemon is gone)"
 					      : "");
 		if (fd >= 0)

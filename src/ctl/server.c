@@ -65,6 +65,8 @@ struct ctl_server {
 	ctl_reload_fn reload;
 	void *reload_ctx;
 	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	/* With a configured socket: a link at the auto path, so clients find it from the mountpoint. */
+	char link_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	dev_t socket_dev;
 	ino_t socket_ino;
 	int listen_fd, stop_fd, signal_fd;
@@ -173,6 +175,37 @@ static int ctl_socket_bind(struct ctl_server *s, const char *group, char *err, s
 	return 0;
 }
 
+/* Points the auto path at a configured socket; a failure only costs discovery, not the mount. */
+static void ctl_link_create(struct ctl_server *s)
+{
+	char auto_path[sizeof(s->link_path)], err[256];
+	struct stat st;
+	if (ctl_socket_path_for_mount(s->mountpoint, auto_path, sizeof(auto_path)) < 0 ||
+	    strcmp(auto_path, s->socket_path) == 0 || ctl_dir_prepare(err, sizeof(err)) < 0)
+		return;
+	/* Replace only our own kind of leftover: a link, never a live socket. */
+	if (lstat(auto_path, &st) == 0) {
+		if (!S_ISLNK(st.st_mode))
+			return;
+		unlink(auto_path);
+	}
+	if (symlink(s->socket_path, auto_path) == 0)
+		strcpy(s->link_path, auto_path);
+}
+
+static void ctl_link_remove(const struct ctl_server *s)
+{
+	char target[sizeof(s->link_path)];
+	if (!s->link_path[0])
+		return;
+	ssize_t n = readlink(s->link_path, target, sizeof(target) - 1);
+	if (n < 0)
+		return;
+	target[n] = '\0';
+	if (strcmp(target, s->socket_path) == 0)
+		unlink(s->link_path);
+}
+
 static char *dup_or_empty(const char *s)
 {
 	return strdup(s ? s : "");
@@ -220,6 +253,8 @@ int ctl_server_new(const struct ctl_server_params *p, struct ctl_server **out, c
 	}
 	if ((r = ctl_socket_bind(s, p->group, err, err_bytes)) < 0)
 		goto out_close;
+	if (p->socket_path)
+		ctl_link_create(s);
 	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->stop_fd < 0) {
 		r = fail(err, err_bytes, -errno, "%s", "eventfd");
@@ -239,6 +274,7 @@ int ctl_server_new(const struct ctl_server_params *p, struct ctl_server **out, c
 	return 0;
 
 out_unlink:
+	ctl_link_remove(s);
 	unlink(s->socket_path);
 out_close:
 	if (s->listen_fd >= 0)
@@ -809,6 +845,7 @@ void ctl_server_free(struct ctl_server *s)
 	if (stat(s->socket_path, &st) == 0 && st.st_dev == s->socket_dev &&
 	    st.st_ino == s->socket_ino)
 		unlink(s->socket_path);
+	ctl_link_remove(s);
 	close(s->listen_fd);
 	close(s->stop_fd);
 	if (s->signal_fd >= 0)

@@ -228,6 +228,10 @@ START_TEST(group_socket_is_0660_and_lets_the_group_in)
 	ck_assert_uint_eq(st.st_gid, 4321);
 	ck_assert_int_eq(test_run_as(1000, 4321, try_connect, sock), 0);
 	ck_assert_int_eq(test_run_as(1000, 1000, try_connect, sock), EACCES);
+	/* stat finds a configured socket from the mountpoint alone (through the auto-path link). */
+	assert_stat_works(&m);
+	char link[108];
+	ck_assert_int_eq(ctl_socket_path_for_mount(m.mnt, link, sizeof(link)), 0);
 
 	/* A second daemon configured with the same socket is refused before it mounts. */
 	char other[512];
@@ -243,6 +247,9 @@ START_TEST(group_socket_is_0660_and_lets_the_group_in)
 	snprintf(other_mnt, sizeof(other_mnt), "%s/m", other);
 	ck_assert(!test_is_fuse_mount(other_mnt));
 	test_mount_require_clean_exit(test_mount_stop(&m));
+	ck_assert_int_eq(access(sock, F_OK), -1);
+	struct stat lst;
+	ck_assert_int_eq(lstat(link, &lst), -1); /* the link went with the socket */
 
 	/* A socket left by a dead daemon is replaced. */
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
