@@ -458,8 +458,10 @@ int daemon_run(const struct daemon_options *o)
 	}
 
 	struct fuse_loop_config *loop = fuse_loop_cfg_create();
-	if (!loop)
+	if (!loop) {
+		engine_stop(engine); /* the reactor runs: join it before freeing */
 		goto out_unmount;
+	}
 	fuse_loop_cfg_set_clone_fd(loop, 0);
 	fuse_loop_cfg_set_max_threads(loop, 64);
 	/* Returns after SIGTERM/SIGINT/unmount once every worker finished its request. */
