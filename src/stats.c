@@ -83,6 +83,24 @@ void stats_publish_sched(struct stats *s, uint32_t tenant, const struct sched_qu
 	atomic_store_explicit(&t->sched_seq, seq + 2, memory_order_release);
 }
 
+void stats_reset_tenant(struct stats *s, uint32_t tenant)
+{
+	if (tenant >= s->max_tenants)
+		return;
+	struct stats_tenant *t = &s->tenants[tenant];
+	atomic_store_explicit(&t->active, false, memory_order_relaxed);
+	for (int i = 0; i < STATS_OP_NR; i++) {
+		atomic_store_explicit(&t->ops[i], 0, memory_order_relaxed);
+		atomic_store_explicit(&t->bytes[i], 0, memory_order_relaxed);
+	}
+	atomic_store_explicit(&t->errors, 0, memory_order_relaxed);
+	for (int i = 0; i < STATS_LATENCY_BUCKETS; i++)
+		atomic_store_explicit(&t->latency_buckets[i], 0, memory_order_relaxed);
+	atomic_store_explicit(&t->latency_max_ns, 0, memory_order_relaxed);
+	const struct sched_queue_stats empty = {.tenant_id = tenant};
+	stats_publish_sched(s, tenant, &empty);
+}
+
 void stats_publish_global(struct stats *s, uint64_t peak_rate_bytes_per_s, uint32_t inflight,
 			  uint32_t max_inflight)
 {

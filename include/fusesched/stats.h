@@ -47,6 +47,8 @@ uint32_t stats_max_tenants(const struct stats *s);
 void stats_record(struct stats *s, uint32_t tenant, enum stats_op op, uint64_t bytes,
 		  uint64_t latency_ns, bool failed);
 void stats_publish_sched(struct stats *s, uint32_t tenant, const struct sched_queue_stats *q);
+/* The tenant id was retired and may be reused: its history must not carry over. */
+void stats_reset_tenant(struct stats *s, uint32_t tenant);
 void stats_publish_global(struct stats *s, uint64_t peak_rate_bytes_per_s, uint32_t inflight,
 			  uint32_t max_inflight);
 

@@ -429,9 +429,8 @@ static void retire_tenants(struct engine *e, uint64_t now)
 	uint32_t ids[RETIRE_BATCH];
 	size_t n = tenant_table_retire(e->tenants, now, ids, RETIRE_BATCH);
 	for (size_t i = 0; i < n; i++) {
+		stats_reset_tenant(e->stats, ids[i]);
 		if (ids[i] < e->queue_slots && e->queues[ids[i]]) {
-			struct sched_queue_stats gone = {.tenant_id = ids[i]};
-			stats_publish_sched(e->stats, ids[i], &gone);
 			sched_queue_remove(e->sched, e->queues[ids[i]]);
 			e->queues[ids[i]] = NULL;
 		}
