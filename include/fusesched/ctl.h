@@ -38,6 +38,18 @@ struct tenant_table;
  */
 int ctl_socket_path_for_mount(const char *mountpoint, char *out, size_t out_bytes);
 
+enum ctl_command {
+	CTL_CMD_STAT,
+	CTL_CMD_RELOAD,
+	CTL_CMD_VERSION,
+};
+
+/*
+ * Parses one request line (without its newline): the enum ctl_command it
+ * asks for, or -EINVAL/-ENOMEM with the message for the client in err.
+ */
+int ctl_request_parse(const char *line, size_t len, char *err, size_t err_bytes);
+
 /* What a reload did, filled by the daemon's callback. */
 struct ctl_reload_result {
 	char config_path[4096];

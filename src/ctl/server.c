@@ -569,44 +569,21 @@ static struct json_object *ctl_reload_reply(struct ctl_server *s)
 static struct json_object *ctl_handle_line(struct ctl_server *s, const char *line, size_t len,
 					   uint64_t now)
 {
-	if (memchr(line, '\0', len))
-		return reply_error("malformed request: NUL byte");
-	struct json_tokener *tok = json_tokener_new_ex(8);
-	if (!tok)
-		return reply_error("out of memory");
-	struct json_object *req = json_tokener_parse_ex(tok, line, (int)len);
-	enum json_tokener_error jerr = json_tokener_get_error(tok);
-	/* Whatever follows the object must be blank. */
-	size_t used = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	for (; used < len && (line[used] == ' ' || line[used] == '\t' || line[used] == '\r'); used++)
-		;
-	struct json_object *reply;
-	struct json_object *cmd;
-	if (!req || jerr != json_tokener_success || used != len) {
-		char msg[256];
-		snprintf(msg, sizeof(msg), "malformed request: %s",
-			 req && jerr == json_tokener_success ? "trailing data"
-			 : jerr == json_tokener_continue   ? "incomplete JSON"
-							   : json_tokener_error_desc(jerr));
-		reply = reply_error(msg);
-	} else if (!json_object_is_type(req, json_type_object) ||
-		   !json_object_object_get_ex(req, "cmd", &cmd) ||
-		   !json_object_is_type(cmd, json_type_string)) {
-		reply = reply_error("a request is a JSON object with a string \"cmd\"");
-	} else if (strcmp(json_object_get_string(cmd), "stat") == 0) {
-		reply = ctl_stat_reply(s, now);
-	} else if (strcmp(json_object_get_string(cmd), "reload") == 0) {
-		reply = ctl_reload_reply(s);
-	} else if (strcmp(json_object_get_string(cmd), "version") == 0) {
-		reply = reply_ok();
+	char msg[256];
+	switch (ctl_request_parse(line, len, msg, sizeof(msg))) {
+	case CTL_CMD_STAT:
+		return ctl_stat_reply(s, now);
+	case CTL_CMD_RELOAD:
+		return ctl_reload_reply(s);
+	case CTL_CMD_VERSION: {
+		struct json_object *reply = reply_ok();
 		json_object_object_add(reply, "version", json_object_new_string(FUSESCHED_VERSION));
 		add_u64(reply, "pid", (uint64_t)getpid());
-	} else {
-		reply = reply_error("unknown command (known: stat, reload, version)");
+		return reply;
 	}
-	json_object_put(req);
-	return reply;
+	default:
+		return reply_error(msg);
+	}
 }
 
 /* ---- clients ------------------------------------------------------------- */
