@@ -71,6 +71,8 @@ int daemon_parse_mount_opts(struct daemon_options *o, const char *opts, char *er
 			o->allow_suid = false;
 		} else if (strcmp(opt, "foreground") == 0) {
 			o->foreground = true;
+		} else if (strcmp(opt, "writeback_cache") == 0) {
+			o->writeback_cache = true;
 		} else if (opt[0]) {
 			r = append_fuse_opt(o, opt, err, err_bytes);
 		}
@@ -359,6 +361,7 @@ int daemon_run(const struct daemon_options *o)
 	fs_options_default(&fo);
 	fo.backing_path = o->backing_path;
 	fo.allow_devices = o->allow_devices;
+	fo.writeback_cache = o->writeback_cache;
 
 	char err[512];
 	struct engine_params ep;

@@ -17,6 +17,7 @@ struct daemon_options {
 	bool debug;                  /* libfuse request tracing */
 	bool allow_devices;          /* -o dev */
 	bool allow_suid;             /* -o suid */
+	bool writeback_cache;        /* -o writeback_cache */
 	char fuse_opts[DAEMON_MAX_FUSE_OPTS]; /* passed to libfuse as one -o */
 };
 

@@ -14,6 +14,11 @@
 struct fs_options {
 	const char *backing_path;
 	bool allow_devices;          /* -o dev: mknod may create device nodes */
+	/*
+	 * -o writeback_cache: the kernel caches writes and flushes them later
+	 * with pid 0, so they are charged to the tenant that opened the file.
+	 */
+	bool writeback_cache;
 	double entry_timeout_s;      /* kernel dentry cache lifetime */
 	double attr_timeout_s;       /* kernel attribute cache lifetime */
 	unsigned int max_write_bytes;

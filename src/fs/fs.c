@@ -182,8 +182,11 @@ void fs_op_init(void *userdata, struct fuse_conn_info *conn)
 	struct fs *fs = userdata;
 	/* Kernel-local flock and POSIX locks: we never ask for lock requests. */
 	conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
-	/* Writeback caching would hide the caller from the scheduler. */
-	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* Off by default: the kernel's flusher, not the caller, would issue the writes. */
+	if (fs->opts.writeback_cache && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/* No export support: file handles would bypass name resolution. */
 	conn->want &= ~FUSE_CAP_EXPORT_SUPPORT;
 	if (fs->opts.max_write_bytes)

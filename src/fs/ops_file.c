@@ -88,6 +88,21 @@ static void reply_open(fuse_req_t req, struct fuse_file_info *fi, int fd, int fl
 		file_free(fs, f);
 }
 
+/*
+ * With the writeback cache the kernel reads pages of write-only files to
+ * fill partial writes, and applies O_APPEND itself from its cached size.
+ */
+static int backing_flags(const struct fs *fs, int flags)
+{
+	flags &= ~OPEN_FLAGS_DROPPED;
+	if (fs->opts.writeback_cache) {
+		if ((flags & O_ACCMODE) == O_WRONLY)
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		flags &= ~O_APPEND;
+	}
+	return flags;
+}
+
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	int node_fd = inode_table_fd(fs_of(req)->inodes, ino);
@@ -95,7 +110,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -node_fd);
 		return;
 	}
-	int flags = fi->flags & ~OPEN_FLAGS_DROPPED;
+	int flags = backing_flags(fs_of(req), fi->flags);
 	int fd = reopen_backing(node_fd, flags);
 	if (fd < 0) {
 		fuse_reply_err(req, -fd);
@@ -114,7 +129,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, -r);
 		return;
 	}
-	int flags = (fi->flags & ~(O_NOCTTY)) | O_CREAT | O_NOFOLLOW | O_CLOEXEC;
+	int flags = backing_flags(fs, fi->flags) | (fi->flags & O_EXCL) | O_CREAT | O_NOFOLLOW |
+		    O_CLOEXEC;
 	struct creds c;
 	fs_req_creds(req, &c);
 	r = creds_enter(&c);

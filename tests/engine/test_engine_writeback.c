@@ -1,0 +1,89 @@
+/*
+ * -o writeback_cache: the kernel caches writes and flushes them later with
+ * pid 0. The data must arrive intact, and the flushed bytes must be charged
+ * to the tenant that opened the file, not to the default tenant.
+ */
+#include "ctl_test_util.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define WRITE_BYTES (8u << 20)
+
+START_TEST(flushed_writes_are_charged_to_the_opener)
+{
+	char name[64], cgroup[80];
+	snprintf(name, sizeof(name), "wb-test-%d", (int)getpid());
+	snprintf(cgroup, sizeof(cgroup), "/%s", name);
+	ctl_test_cgroup_make(CG_V2, cgroup);
+	const char *args[] = {"-o", "writeback_cache", NULL};
+	struct test_mount m;
+	test_mount_start(&m, args);
+	int go[2];
+	ck_assert_int_eq(pipe(go), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		char c;
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1) /* opens only once it is in the cgroup */
+			_exit(3);
+		/* Buffered writes in small pieces: the kernel merges and flushes them itself. */
+		int fd = open(test_mnt_path(&m, "wb"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+		static char chunk[4096];
+		for (unsigned i = 0; fd >= 0 && i < WRITE_BYTES / sizeof(chunk); i++) {
+			memset(chunk, (int)('a' + i % 26), sizeof(chunk));
+			if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk))
+				_exit(1);
+		}
+		_exit(fd >= 0 && fsync(fd) == 0 && close(fd) == 0 ? 0 : 2);
+	}
+	close(go[0]);
+	ctl_test_cgroup_move(CG_V2, cgroup, pid);
+	ck_assert_int_eq(write(go[1], "g", 1), 1);
+	close(go[1]);
+	int status;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+	int64_t written = -1;
+	CTL_TEST_POLL((written = ctl_test_tenant_u64(m.mnt, cgroup, "bytes.write")) >= (int64_t)WRITE_BYTES);
+	ck_assert_int_ge(written, (int64_t)WRITE_BYTES);
+	/* Data check on the backing side. */
+	int fd = open(test_backing_path(&m, "wb"), O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	static char back[4096];
+	for (unsigned i = 0; i < WRITE_BYTES / sizeof(back); i++) {
+		ck_assert_int_eq(read(fd, back, sizeof(back)), (ssize_t)sizeof(back));
+		ck_assert_int_eq(back[0], 'a' + i % 26);
+		ck_assert_int_eq(back[sizeof(back) - 1], 'a' + i % 26);
+	}
+	close(fd);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+	ctl_test_cgroups_cleanup();
+}
+END_TEST
+
+static Suite *writeback_suite(void)
+{
+	Suite *s = suite_create("engine_writeback");
+	TCase *tc = tcase_create("writeback");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, flushed_writes_are_charged_to_the_opener);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(writeback_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
