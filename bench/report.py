@@ -94,6 +94,27 @@ def div(a, b):
     return None if a is None or not b else a / b
 
 
+def sched_view(out, scen, variant, tenants):
+    """fusesched's own view of a run (stat.json, taken near its end): per tenant
+    "target -> received" shares over the interval, and injected requests."""
+    try:
+        data = load_json(os.path.join(out, "lessons", scen, variant, "stat.json"))
+        by_cg = {t["cgroup"].rsplit("/", 1)[-1]: t for t in data["mounts"][0]["tenants"]}
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+    parts = []
+    for tenant in tenants:
+        t = by_cg.get(tenant)
+        if t is None:
+            parts.append(f"{tenant} not seen")
+            continue
+        inj = t.get("injected", {})
+        parts.append(f"{tenant} w{t['weight']} target {t['target_share'] * 100:.0f}% "
+                     f"received {t['share_interval'] * 100:.0f}% (injected "
+                     f"{inj.get('waker', 0)}/{inj.get('fsync', 0)}/{inj.get('general', 0)})")
+    return "; ".join(parts)
+
+
 def md_table(head, rows):
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -110,6 +131,16 @@ def variants_of(res, *scens):
 def lesson_tables(res):
     """Markdown lines for the four lessons, and the goals [(goal, value, target, met)]."""
     lines, goals = [], []
+
+    def views(*scen_tenants):
+        got = []
+        for scen, tenants in scen_tenants:
+            view = sched_view(res["_out"], scen, BFQ, tenants)
+            if view:
+                got.append(f"{scen}: {view}")
+        if got:
+            lines.extend(["", "fusesched-bfq's own view of these runs (`fusesched stat` near the end; "
+                          "injected waker/fsync/general): " + " — ".join(got) + "."])
 
     def goal(name, value, target, met):
         goals.append({"goal": name, "value": value, "target": target, "met": met})
@@ -128,6 +159,7 @@ def lesson_tables(res):
         lines += md_table(["variant", "dd 512B O_DSYNC KB/s", "vs fifo", "reader IOPS",
                            "journal-pair writer KB/s", "vs fifo", "round trip p99 us",
                            "reader IOPS"], rows)
+        views(("dsync", ["dsync-w", "dsync-r"]), ("journal", ["jp-w", "jp-j", "dsync-r"]))
         for scen, t, label in (("dsync", "dsync-w", "dd O_DSYNC"), ("journal", "jp-w", "journal pair")):
             r = div(get(res, scen, BFQ, t, "kbps"), get(res, scen, FIFO, t, "kbps"))
             goal(f"1. {label} writer, bfq vs fifo", r, ">= 0.90", None if r is None else r >= 0.9)
@@ -144,6 +176,7 @@ def lesson_tables(res):
                            "free tenant", "free / what is left"], rows)
         lines += ["", "What is left for the free tenant is its own solo rate: a depth-1 writer "
                   "cannot use more, and the limited tenant takes 4 MB/s of a parallel store."]
+        views(("ratelimit", ["rl-free", "rl-lim"]))
         r = div(get(res, "ratelimit", BFQ, "rl-free", "mbps"),
                 get(res, "ratelimit-solo", BFQ, "rl-free", "mbps"))
         goal("2. free tenant, bfq, vs what is left", r, ">= 0.90", None if r is None else r >= 0.9)
@@ -162,6 +195,7 @@ def lesson_tables(res):
                          fmt(get(res, "stream", v, "st-small", "iops"), 0)])
         lines += md_table(["variant", "writer solo MB/s", "writer MB/s", "writer / solo",
                            "small p99 ms", "small max ms", "small max vs fifo", "small IOPS"], rows)
+        views(("stream", ["st-writer", "st-small"]))
         mx = div(get(res, "stream", BFQ, "st-small", "max_us"), fifo_max)
         w = div(get(res, "stream", BFQ, "st-writer", "mbps"), get(res, "stream-solo", BFQ, "st-writer", "mbps"))
         goal("3. small readers' max latency, bfq vs fifo", mx, "<= 0.10", None if mx is None else mx <= 0.1)
@@ -183,6 +217,7 @@ def lesson_tables(res):
             + [f"{t}/{low} (want {WEIGHTS[t] / WEIGHTS[low]:g})" for t in tenants[:-1]] \
             + ["total", "total vs fifo"]
         lines += md_table(head, rows)
+        views((scen, tenants))
         iops = [get(res, scen, BFQ, t, "iops") for t in tenants]
         if None in iops or not iops[-1]:
             return None, None, "-"
@@ -368,6 +403,7 @@ def main():
                   "O_DIRECT for an O_DIRECT caller and writes from an unaligned buffer, so its "
                   "direct writes fail with EINVAL."]
     res = load_lessons(out)
+    res["_out"] = out
     lesson_lines, lesson_goals = lesson_tables(res)
     lines += lesson_lines
     goals += lesson_goals
@@ -388,6 +424,7 @@ def main():
         print("\nPlots: " + ", ".join(os.path.relpath(p, out) for p in pngs)
               + " (in the results directory)")
     with open(os.path.join(out, "results.json"), "w") as f:
+        del res["_out"]
         json.dump({"single": single_json, "lessons": res, "goals": goals,
                    "plots": [os.path.relpath(p, out) for p in pngs]}, f, indent=1)
 
