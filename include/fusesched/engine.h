@@ -25,6 +25,12 @@ struct engine_params {
 	uint32_t ring_entries;          /* 0: derived from sched.max_inflight */
 	uint64_t retire_check_ns;       /* how often idle tenants are retired: 1 s */
 	uint64_t stats_publish_ns;      /* how often the scheduler's view is published: 100 ms */
+	/*
+	 * Write payloads held by queued requests: past this (256 MiB) the FUSE
+	 * worker handing over a write waits, so further requests wait in the
+	 * kernel instead of in the daemon's memory.
+	 */
+	uint64_t max_queued_write_bytes;
 };
 
 void engine_params_default(struct engine_params *p);

@@ -22,7 +22,15 @@ struct fs_options {
 	double entry_timeout_s;      /* kernel dentry cache lifetime */
 	double attr_timeout_s;       /* kernel attribute cache lifetime */
 	unsigned int max_write_bytes;
-	unsigned int max_background; /* kernel's async request limit (default 12) */
+	/*
+	 * How many async requests (direct I/O from aio, readahead, writeback)
+	 * the kernel lets into the daemon at once; the kernel's default is 12.
+	 * 1024: the scheduler can only choose among requests it has seen, and
+	 * with a small limit the kernel's FIFO queue decides instead (measured:
+	 * 8:1 weights gave 1.1:1 at 64, 6.7:1 at 1024). Memory stays bounded by
+	 * engine_params.max_queued_write_bytes.
+	 */
+	unsigned int max_background;
 };
 
 void fs_options_default(struct fs_options *o);

@@ -48,6 +48,9 @@ struct engine {
 	_Atomic(struct engine_req *) handoff;
 	atomic_bool stopping;
 	atomic_uint_fast64_t completed;
+	atomic_uint_fast64_t write_bytes_held;  /* payloads copied in, not yet completed */
+	pthread_mutex_t write_room_lock;         /* slow path only: a worker waits for room */
+	pthread_cond_t write_room;
 	pthread_t thread;
 	bool started;
 	/* Reactor-only state. */
@@ -74,6 +77,7 @@ void engine_params_default(struct engine_params *p)
 	sched_params_default(&p->sched);
 	p->retire_check_ns = 1000000000u;
 	p->stats_publish_ns = 100000000u;
+	p->max_queued_write_bytes = 256u << 20;
 }
 
 /* ---- worker side ------------------------------------------------------ */
@@ -125,6 +129,29 @@ static uint32_t tenant_of(struct engine *e, const struct datapath_req *r)
 	return id == TENANT_ID_DEFAULT ? r->file->opener_tenant : id;
 }
 
+/* Takes room for a write payload, waiting while queued payloads are over the cap. */
+static void write_room_wait(struct engine *e, uint64_t bytes)
+{
+	uint64_t held = atomic_fetch_add(&e->write_bytes_held, bytes) + bytes;
+	if (held <= e->params.max_queued_write_bytes || held == bytes)
+		return; /* under the cap, or the only write: always let one through */
+	pthread_mutex_lock(&e->write_room_lock);
+	while (atomic_load(&e->write_bytes_held) > e->params.max_queued_write_bytes &&
+	       atomic_load(&e->write_bytes_held) != bytes && !atomic_load(&e->stopping))
+		pthread_cond_wait(&e->write_room, &e->write_room_lock);
+	pthread_mutex_unlock(&e->write_room_lock);
+}
+
+static void write_room_release(struct engine *e, uint64_t bytes)
+{
+	uint64_t before = atomic_fetch_sub(&e->write_bytes_held, bytes);
+	if (before > e->params.max_queued_write_bytes) {
+		pthread_mutex_lock(&e->write_room_lock);
+		pthread_cond_broadcast(&e->write_room);
+		pthread_mutex_unlock(&e->write_room_lock);
+	}
+}
+
 static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 {
 	struct engine *e = (struct engine *)dp;
@@ -150,8 +177,10 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	 * queued reads cost no payload memory.
 	 */
 	if (r->op == DATAPATH_WRITE) {
+		write_room_wait(e, r->size_bytes);
 		er->buf = buffer_alloc(r->size_bytes);
 		if (!er->buf) {
+			write_room_release(e, r->size_bytes);
 			free(er);
 			fuse_reply_err(r->req, ENOMEM);
 			return;
@@ -257,6 +286,8 @@ static void finish(struct engine *e, struct engine_req *er, int res, uint64_t no
 	stats_record(e->stats, er->tenant, stats_op_of(er->op), bytes,
 		     now > er->submit_ns ? now - er->submit_ns : 0, res < 0 && bytes == 0);
 	sched_complete(e->sched, &er->sched, now);
+	if (er->op == DATAPATH_WRITE)
+		write_room_release(e, er->size_bytes);
 	free(er->buf);
 	free(er);
 	atomic_fetch_add_explicit(&e->completed, 1, memory_order_relaxed);
@@ -397,6 +428,8 @@ static void take_handoff(struct engine *e, uint64_t now)
 		er->sched.queue = queue_of(e, er->tenant);
 		if (!er->sched.queue) {
 			fuse_reply_err(er->req, ENOMEM);
+			if (er->op == DATAPATH_WRITE)
+				write_room_release(e, er->size_bytes);
 			free(er->buf);
 			free(er);
 			continue;
@@ -523,6 +556,8 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	}
 	e->params = *p;
 	e->tenants = tenants;
+	pthread_mutex_init(&e->write_room_lock, NULL);
+	pthread_cond_init(&e->write_room, NULL);
 	e->stats = stats;
 	e->wake_fd = -1;
 	e->dp.submit = engine_submit;
@@ -588,6 +623,8 @@ void engine_free(struct engine *e)
 	sched_free(e->sched);
 	free(e->queues);
 	free(e->queue_weights);
+	pthread_cond_destroy(&e->write_room);
+	pthread_mutex_destroy(&e->write_room_lock);
 	free(e);
 }
 

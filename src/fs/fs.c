@@ -17,7 +17,7 @@ void fs_options_default(struct fs_options *o)
 	o->entry_timeout_s = 1.0;
 	o->attr_timeout_s = 1.0;
 	o->max_write_bytes = 1u << 20;
-	o->max_background = 64;
+	o->max_background = 1024;
 }
 
 int fs_new(const struct fs_options *o, struct datapath *dp, struct fs **out,
