@@ -320,7 +320,7 @@ def plot_weights(out, res, plots):
                              for i, t in enumerate(tenants))
             parts.append(f"set title '{scen}: {v}'\nplot {cols}\n")
         png = os.path.join(plots, f"{scen}.png")
-        script = (f"set terminal pngcairo size 900,{260 * len(variants)}\nset output '{png}'\n"
+        script = (f"set terminal pngcairo noenhanced size 900,{260 * len(variants)}\nset output '{png}'\n"
                   f"set multiplot layout {len(variants)},1\nset xlabel 'time (s)'\n"
                   "set ylabel 'IOPS'\nset yrange [0:*]\nset key outside right\nset grid\n"
                   + "".join(parts) + "unset multiplot\n")
@@ -354,7 +354,7 @@ def plot_stream_cdf(out, res, plots):
     if not curves:
         return []
     png = os.path.join(plots, "stream-latency-cdf.png")
-    script = (f"set terminal pngcairo size 900,500\nset output '{png}'\n"
+    script = (f"set terminal pngcairo noenhanced size 900,500\nset output '{png}'\n"
               "set title 'small readers behind a streaming writer: read completion latency CDF'\n"
               "set logscale x\nset xlabel 'completion latency (ms)'\nset ylabel 'fraction of reads'\n"
               "set yrange [0:1]\nset key bottom right\nset grid\nplot " + ", ".join(curves) + "\n")
