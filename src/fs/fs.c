@@ -100,13 +100,28 @@ void fs_proc_path(int fd, char out[FS_PROC_PATH_BYTES])
 	snprintf(out, FS_PROC_PATH_BYTES, "/proc/self/fd/%d", fd);
 }
 
-void fs_req_creds(fuse_req_t req, struct creds *c)
+int fs_run_as_caller(fuse_req_t req, int (*op)(void *arg), void *arg)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	c->uid = ctx->uid;
-	c->gid = ctx->gid;
-	int n = fuse_req_getgroups(req, CREDS_MAX_GROUPS, c->groups);
-	c->group_count = n < 0 ? -1 : (n > CREDS_MAX_GROUPS ? CREDS_MAX_GROUPS : n);
+	struct creds c = {.uid = ctx->uid, .gid = ctx->gid, .group_count = 0};
+	int r = creds_enter(&c);
+	if (r)
+		return r;
+	r = op(arg);
+	creds_leave();
+	if (r != -EACCES && r != -EPERM)
+		return r;
+	/* Refused: maybe a supplementary group grants it. Nothing was created, so retry. */
+	int n = fuse_req_getgroups(req, CREDS_MAX_GROUPS, c.groups);
+	if (n <= 0)
+		return r;
+	c.group_count = n > CREDS_MAX_GROUPS ? CREDS_MAX_GROUPS : n;
+	int entered = creds_enter(&c);
+	if (entered)
+		return entered;
+	r = op(arg);
+	creds_leave();
+	return r;
 }
 
 int fs_check_name(const char *name)

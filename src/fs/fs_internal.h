@@ -58,8 +58,13 @@ void fs_handle_untrack(struct fs *fs, struct fs_handle *h);
 #define FS_PROC_PATH_BYTES 32
 void fs_proc_path(int fd, char out[FS_PROC_PATH_BYTES]);
 
-/* The caller of req, for creating objects as them. */
-void fs_req_creds(fuse_req_t req, struct creds *c);
+/*
+ * Runs op(arg) as the caller of req (fsuid, fsgid) and returns its result
+ * (0 or -errno). Supplementary groups cost two reads of /proc/PID/status,
+ * so they are fetched only when the first try is refused (EACCES, EPERM);
+ * op must have changed nothing when it fails that way.
+ */
+int fs_run_as_caller(fuse_req_t req, int (*op)(void *arg), void *arg);
 
 /* Looks name up below parent and takes one kernel lookup reference. */
 int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,

@@ -147,6 +147,33 @@ void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 enum make_kind { MAKE_NODE, MAKE_DIR, MAKE_SYMLINK };
 
+struct make_args {
+	enum make_kind kind;
+	int parent_fd;
+	const char *name;
+	mode_t mode;
+	dev_t rdev;
+	const char *link;
+};
+
+static int make_op(void *arg)
+{
+	const struct make_args *a = arg;
+	int r = 0;
+	switch (a->kind) {
+	case MAKE_NODE:
+		r = mknodat(a->parent_fd, a->name, a->mode, a->rdev);
+		break;
+	case MAKE_DIR:
+		r = mkdirat(a->parent_fd, a->name, a->mode);
+		break;
+	case MAKE_SYMLINK:
+		r = symlinkat(a->link, a->parent_fd, a->name);
+		break;
+	}
+	return r < 0 ? -errno : 0;
+}
+
 /* Creates name below parent as the caller, then looks it up and replies. */
 static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		       enum make_kind kind, mode_t mode, dev_t rdev, const char *link)
@@ -158,26 +185,8 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, -r);
 		return;
 	}
-	struct creds c;
-	fs_req_creds(req, &c);
-	r = creds_enter(&c);
-	if (r) {
-		fuse_reply_err(req, -r);
-		return;
-	}
-	switch (kind) {
-	case MAKE_NODE:
-		r = mknodat(pfd, name, mode, rdev);
-		break;
-	case MAKE_DIR:
-		r = mkdirat(pfd, name, mode);
-		break;
-	case MAKE_SYMLINK:
-		r = symlinkat(link, pfd, name);
-		break;
-	}
-	r = r < 0 ? -errno : 0;
-	creds_leave();
+	struct make_args a = {kind, pfd, name, mode, rdev, link};
+	r = fs_run_as_caller(req, make_op, &a);
 	struct fuse_entry_param e;
 	if (r == 0)
 		r = fs_lookup_entry(fs, parent, name, &e);
@@ -268,6 +277,17 @@ void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_statfs(req, &sv);
 }
 
+struct access_args {
+	char path[FS_PROC_PATH_BYTES];
+	int mask;
+};
+
+static int access_op(void *arg)
+{
+	const struct access_args *a = arg;
+	return faccessat(AT_FDCWD, a->path, a->mask, AT_EACCESS) < 0 ? -errno : 0;
+}
+
 /* Only reached without default_permissions; answers as the caller would be answered. */
 void fs_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
@@ -276,14 +296,7 @@ void fs_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	char path[FS_PROC_PATH_BYTES];
-	fs_proc_path(fd, path);
-	struct creds c;
-	fs_req_creds(req, &c);
-	int r = creds_enter(&c);
-	if (r == 0) {
-		r = faccessat(AT_FDCWD, path, mask, AT_EACCESS) < 0 ? -errno : 0;
-		creds_leave();
-	}
-	fuse_reply_err(req, -r);
+	struct access_args a = {.mask = mask};
+	fs_proc_path(fd, a.path);
+	fuse_reply_err(req, -fs_run_as_caller(req, access_op, &a));
 }

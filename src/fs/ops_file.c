@@ -119,6 +119,23 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	reply_open(req, fi, fd, flags);
 }
 
+struct create_args {
+	int parent_fd;
+	const char *name;
+	int flags;
+	mode_t mode;
+	int fd; /* out */
+};
+
+static int create_op(void *arg)
+{
+	struct create_args *a = arg;
+	a->fd = openat(a->parent_fd, a->name, a->flags, a->mode);
+	if (a->fd < 0 && errno == EINVAL && (a->flags & O_DIRECT))
+		a->fd = openat(a->parent_fd, a->name, a->flags & ~O_DIRECT, a->mode);
+	return a->fd < 0 ? -errno : 0;
+}
+
 void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		  struct fuse_file_info *fi)
 {
@@ -131,18 +148,9 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	}
 	int flags = backing_flags(fs, fi->flags) | (fi->flags & O_EXCL) | O_CREAT | O_NOFOLLOW |
 		    O_CLOEXEC;
-	struct creds c;
-	fs_req_creds(req, &c);
-	r = creds_enter(&c);
-	if (r) {
-		fuse_reply_err(req, -r);
-		return;
-	}
-	int fd = openat(pfd, name, flags, mode);
-	if (fd < 0 && errno == EINVAL && (flags & O_DIRECT))
-		fd = openat(pfd, name, flags & ~O_DIRECT, mode);
-	r = fd < 0 ? -errno : 0;
-	creds_leave();
+	struct create_args a = {pfd, name, flags, mode, -1};
+	r = fs_run_as_caller(req, create_op, &a);
+	int fd = a.fd;
 	struct fuse_entry_param e;
 	if (r == 0)
 		r = fs_lookup_entry(fs, parent, name, &e);

@@ -4,9 +4,12 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct test_mount M;
@@ -166,6 +169,37 @@ START_TEST(dotdot_and_symlinks_stay_inside)
 }
 END_TEST
 
+/* Creates a file as uid 1000 whose only way into the directory is supplementary group 5000. */
+static int create_via_group(const char *path, bool with_group)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		gid_t groups[] = {5000};
+		if (setgroups(with_group ? 1 : 0, groups) < 0 || setresgid(USER_GID, USER_GID, USER_GID) < 0 ||
+		    setresuid(USER_UID, USER_UID, USER_UID) < 0)
+			_exit(200);
+		_exit(create_in_dir_errno((void *)path));
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+}
+
+START_TEST(supplementary_groups_count)
+{
+	ck_assert_int_eq(mkdir(test_mnt_path(&M, "team"), 0770), 0);
+	ck_assert_int_eq(chown(test_mnt_path(&M, "team"), 0, 5000), 0);
+	ck_assert_int_eq(chmod(test_mnt_path(&M, "team"), 0770), 0); /* past the umask */
+	ck_assert_int_eq(create_via_group(test_mnt_path(&M, "team/outsider"), false), EACCES);
+	ck_assert_int_eq(create_via_group(test_mnt_path(&M, "team/member"), true), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(test_backing_path(&M, "team/member"), &st), 0);
+	ck_assert_int_eq(st.st_uid, USER_UID);
+	ck_assert_int_eq(st.st_gid, USER_GID);
+	ck_assert_int_eq(access(test_backing_path(&M, "team/outsider"), F_OK), -1);
+}
+END_TEST
+
 static Suite *security_suite(void)
 {
 	Suite *s = suite_create("fs_security");
@@ -175,6 +209,7 @@ static Suite *security_suite(void)
 	tcase_add_test(tc, created_objects_belong_to_the_caller);
 	tcase_add_test(tc, other_user_cannot_read_private_file);
 	tcase_add_test(tc, caller_cannot_create_in_foreign_directory);
+	tcase_add_test(tc, supplementary_groups_count);
 	tcase_add_test(tc, setuid_cleared_after_foreign_write);
 	tcase_add_test(tc, dotdot_and_symlinks_stay_inside);
 	suite_add_tcase(s, tc);
