@@ -24,6 +24,35 @@ static void scratch_up(void)
 	test_sh("mkdir -p '%s/b' '%s/m' && touch '%s/file'", scratch, scratch, scratch);
 }
 
+START_TEST(non_root_is_told_what_stops_the_mount)
+{
+	char out[4096];
+	ck_assert_int_eq(chmod(scratch, 0755), 0);
+	/* Only meaningful where /etc/fuse.conf does not already allow it. */
+	if (test_sh("grep -qs '^user_allow_other' /etc/fuse.conf") == 0)
+		return;
+	char cmd[1200];
+	snprintf(cmd, sizeof(cmd), "setpriv --reuid 1000 --regid 1000 --clear-groups %s mount b m -f",
+		 FUSESCHED_BIN);
+	char errfile[600];
+	snprintf(errfile, sizeof(errfile), "%s/stderr", scratch);
+	int status = test_sh("cd '%s' && %s >'%s' 2>&1", scratch, cmd, errfile);
+	FILE *f = fopen(errfile, "r");
+	size_t n = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+	out[n] = '\0';
+	if (f)
+		fclose(f);
+	ck_assert_int_eq(status, 2);
+	/* The first obstacle is named: /dev/fuse itself where it is root-only, else allow_other. */
+	struct stat st;
+	ck_assert_int_eq(stat("/dev/fuse", &st), 0);
+	if ((st.st_mode & 0006) != 0006)
+		ck_assert_ptr_nonnull(strstr(out, "cannot open /dev/fuse: Permission denied"));
+	else
+		ck_assert_ptr_nonnull(strstr(out, "requires root, or 'user_allow_other' in /etc/fuse.conf"));
+}
+END_TEST
+
 static const char *m_path(void)
 {
 	static char buf[600];
@@ -175,6 +204,7 @@ static Suite *cli_suite(void)
 	tcase_add_checked_fixture(tc, scratch_up, scratch_down);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, errors_name_the_problem);
+	tcase_add_test(tc, non_root_is_told_what_stops_the_mount);
 	tcase_add_test(tc, config_errors_stop_the_mount);
 	tcase_add_test(tc, daemonizes_and_refuses_busy_mountpoint);
 	tcase_add_test(tc, fstab_form_through_mount_fuse);
