@@ -53,6 +53,15 @@ enum sched_inject {
 	SCHED_INJECT_NR,
 };
 
+/* hold_depth_pct: a tenant in service whose queue runs empty while it still
+ * has at least this percentage of its share of max_inflight at the store
+ * keeps the store: its callers are busy with completions and will be back
+ * (a FUSE round trip, a caller thread waiting for a CPU). Meanwhile others
+ * are let in only as far as virtual time says they are owed, so the gap is
+ * not handed to them. 0: never hold. hold_min_inflight keeps a tenant of a
+ * few requests (a depth-1 reader among many tenants, whose share of the
+ * depth is 1) out of this: it is idled for or expired as before. */
+
 /* Every tunable. Defaults (sched_params_default) suit a daemon in front of a
  * fast parallel store where FUSE think times are tens of microseconds. */
 struct sched_params {
@@ -78,6 +87,8 @@ struct sched_params {
 	uint64_t waker_window_ns;		/* 1 s: hits must fall within this */
 	uint64_t seek_distance_bytes;		/* 128 KiB: farther jumps are seeks */
 	bool charge_seeky_by_time;		/* true: seeky queues pay for time held */
+	uint32_t hold_depth_pct;		/* 50: see below */
+	uint32_t hold_min_inflight;		/* 4: ... and at least this many */
 	uint32_t async_depth_pct;		/* 90: async share of max_inflight ... */
 	uint64_t async_sync_window_ns;		/* 100 ms: ... if sync I/O arrived this recently */
 };

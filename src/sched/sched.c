@@ -18,6 +18,8 @@ struct sched_queue {
 	struct sched_queue *anext, *aprev;	/* all queues, incl. removed ones */
 	struct sched_queue *snext, *sprev;	/* sync-injection candidates */
 	bool on_sync_list, active, removed, last_sync, has_completed;
+	bool deep;				/* held hold_depth_pct of its share since it went busy */
+	bool in_gap;				/* deep, out of service, queue dry, I/O at the store */
 	struct sched_req *head, *tail;
 	uint32_t pending, inflight;
 
@@ -60,10 +62,12 @@ struct sched {
 	struct sched_queue *in_service;
 	uint64_t slice_start_ns;
 	bool idling;
+	bool holding;				/* in service, empty, deep in flight */
 	uint64_t idle_start_ns, idle_deadline_ns;
 	uint64_t max_finish_vt;
 
 	uint32_t inflight, pending, nbusy, async_inflight;
+	uint32_t ngap;				/* queues in_gap */
 	uint64_t last_sync_ns;			/* last sync arrival, 0: none yet */
 	struct recent_completion recent[RECENT_COMPLETIONS];
 	uint32_t recent_next;
@@ -98,6 +102,8 @@ void sched_params_default(struct sched_params *p)
 		.waker_window_ns = 1000000000,
 		.seek_distance_bytes = 128 << 10,
 		.charge_seeky_by_time = true,
+		.hold_depth_pct = 50,
+		.hold_min_inflight = 4,
 		.async_depth_pct = 90,
 		.async_sync_window_ns = 100000000,
 	};
@@ -329,6 +335,31 @@ static uint32_t queue_cap(const struct sched *s, const struct sched_queue *q)
 	return cap ? (uint32_t)cap : 1;
 }
 
+/* A tenant that has used a good part of its share of the dispatch depth
+ * since it went busy: when its queue runs dry while it still has I/O at the
+ * store, its callers are busy with completions, it is not done. */
+static void deep_note(struct sched *s, struct sched_queue *q)
+{
+	if (!q->deep && s->p.hold_depth_pct && q->inflight >= s->p.hold_min_inflight &&
+	    (uint64_t)q->inflight * 100 >= (uint64_t)queue_cap(s, q) * s->p.hold_depth_pct)
+		q->deep = true;
+}
+
+/* Deep tenants in such a gap while out of service: the cap of whoever is in
+ * service stays hard and over-served tenants get nothing beyond their share,
+ * or the gap would go to them. */
+static void gap_update(struct sched *s, struct sched_queue *q)
+{
+	bool want = q->deep && !q->pending && q->inflight && q != s->in_service;
+	if (want != q->in_gap) {
+		q->in_gap = want;
+		if (want)
+			s->ngap++;
+		else
+			s->ngap--;
+	}
+}
+
 static uint64_t idle_window_ns(const struct sched *s, const struct sched_queue *q)
 {
 	if (s->p.idle_fixed_ns)
@@ -380,11 +411,33 @@ static void queue_charge(struct sched *s, struct sched_queue *q, uint64_t bytes)
 	sched_wf2q_advance(&s->wq, bytes);
 }
 
-static void queue_activate(struct sched *s, struct sched_queue *q)
+/* A queue counts in the sum of weights while it has requests queued or at
+ * the store: through FUSE a deep tenant's queue drains for a moment whenever
+ * its callers are slow to send the next batch, and if it stopped counting,
+ * virtual time would race ahead with the others' service and it would come
+ * back having lost its place. */
+static void queue_weight_add(struct sched *s, struct sched_queue *q)
 {
+	if (q->active)
+		return;
 	/* Everyone went idle: nobody carries old debt or credit forward. */
 	if (!s->wq.wsum && sched_wf2q_before(s->wq.vtime, s->max_finish_vt))
 		s->wq.vtime = s->max_finish_vt;
+	q->active = true;
+	s->wq.wsum += q->ent.weight;
+}
+
+static void queue_weight_drop(struct sched *s, struct sched_queue *q)
+{
+	if (!q->active || queue_busy(q) || q == s->in_service)
+		return;
+	q->active = false;
+	s->wq.wsum -= q->ent.weight;
+}
+
+static void queue_activate(struct sched *s, struct sched_queue *q)
+{
+	queue_weight_add(s, q);
 	/* An emptied queue keeps its finish until V passes it: no gain from
 	 * going idle and coming back. */
 	if (sched_wf2q_before(q->ent.finish_vt, s->wq.vtime))
@@ -394,15 +447,6 @@ static void queue_activate(struct sched *s, struct sched_queue *q)
 	q->ent.finish_vt = q->ent.start_vt + sched_wf2q_vt_len(q->budget_bytes, q->ent.weight);
 	vt_note_finish(s, q);
 	sched_wf2q_insert(&s->wq, &q->ent);
-	q->active = true;
-	s->wq.wsum += q->ent.weight;
-}
-
-static void queue_deactivate(struct sched *s, struct sched_queue *q)
-{
-	sched_wf2q_remove(&s->wq, &q->ent);
-	q->active = false;
-	s->wq.wsum -= q->ent.weight;
 }
 
 static void idle_stop(struct sched *s, uint64_t now_ns)
@@ -438,19 +482,20 @@ static void queue_expire(struct sched *s, struct sched_queue *q, enum sched_expi
 			 uint64_t now_ns)
 {
 	idle_stop(s, now_ns);
+	s->holding = false;
 	q->expirations[why]++;
 	budget_feedback(s, q, why);
 	q->ent.finish_vt = q->ent.start_vt + sched_wf2q_vt_len(q->slice_service_bytes, q->ent.weight);
 	vt_note_finish(s, q);
 	s->in_service = NULL;
+	gap_update(s, q);
 	if (q->pending) {
 		q->ent.start_vt = q->ent.finish_vt;
 		q->ent.finish_vt = q->ent.start_vt + sched_wf2q_vt_len(q->budget_bytes, q->ent.weight);
 		vt_note_finish(s, q);
 		sched_wf2q_insert(&s->wq, &q->ent);
 	} else {
-		q->active = false;
-		s->wq.wsum -= q->ent.weight;
+		queue_weight_drop(s, q);
 		queue_maybe_free(s, q);
 	}
 }
@@ -478,11 +523,9 @@ static bool slice_over(struct sched *s, struct sched_queue *g, uint64_t now_ns)
 static void slice_begin_with(struct sched *s, struct sched_queue *q, uint64_t now_ns)
 {
 	sched_wf2q_remove(&s->wq, &q->ent);
-	if (!q->active) {
-		q->active = true;
-		s->wq.wsum += q->ent.weight;
-	}
+	queue_weight_add(s, q);
 	s->in_service = q;
+	gap_update(s, q);
 	s->slice_start_ns = now_ns;
 	q->slice_service_bytes = 0;
 }
@@ -517,6 +560,8 @@ static void req_start(struct sched *s, struct sched_queue *q, struct sched_req *
 	q->inflight++;
 	s->inflight++;
 	s->async_inflight += !r->sync;
+	if (s->p.policy == SCHED_POLICY_BFQ)
+		deep_note(s, q);
 	if (r->bytes && (r->op == SCHED_OP_READ || r->op == SCHED_OP_WRITE)) {
 		uint64_t dist = r->offset > q->last_end_offset ? r->offset - q->last_end_offset
 							       : q->last_end_offset - r->offset;
@@ -538,11 +583,16 @@ static struct sched_req *queue_take(struct sched *s, struct sched_queue *q, int 
 	sync_list_update(s, q);
 	queue_charge(s, q, r->charge_bytes);
 	if (q == s->in_service) {
-		if (!q->pending && !queue_idle_worthy(s, q))
+		if (q->pending)
+			;
+		else if (q->deep)
+			s->holding = true;
+		else if (!queue_idle_worthy(s, q))
 			queue_expire(s, q, SCHED_EXPIRE_EMPTIED, now_ns);
 	} else if (!q->pending) {
-		queue_deactivate(s, q);
+		sched_wf2q_remove(&s->wq, &q->ent);	/* still counted: in flight */
 	}
+	gap_update(s, q);
 	return r;
 }
 
@@ -563,6 +613,17 @@ static struct sched_req *inject(struct sched *s, struct sched_queue *g, uint64_t
 {
 	if (!s->p.inject_enable)
 		return NULL;
+	if (s->holding) {
+		/* g still has the store busy: nothing of it waits on a waker, and
+		 * its gap is not the others' to take. Barriers are short, and the
+		 * others' service is what virtual time says they are owed. */
+		if (s->sync_head && s->sync_head != g)
+			return queue_take(s, s->sync_head, SCHED_INJECT_SYNC, now_ns);
+		struct sched_queue *o = queue_of(sched_wf2q_peek(&s->wq, WF2Q_ELIGIBLE));
+		if (!o || !queue_head_fits(s, o, now_ns))
+			return NULL;
+		return queue_take(s, o, SCHED_INJECT_GENERAL, now_ns);
+	}
 	/* (a) its waker: what the idled tenant is actually waiting for */
 	if (g->has_waker) {
 		struct sched_queue *w = sched_queue_find(s, g->waker_id);
@@ -581,7 +642,7 @@ static struct sched_req *inject(struct sched *s, struct sched_queue *g, uint64_t
 	if (s->inflight - g->inflight >= limit)
 		return NULL;
 	struct wf2q_entity *e = sched_wf2q_peek(&s->wq, WF2Q_ELIGIBLE);
-	if (!e)	/* work conservation: over-served queues may use what nobody else can */
+	if (!e && !s->ngap)	/* work conservation: over-served queues may use what nobody else can */
 		e = sched_wf2q_peek(&s->wq, WF2Q_WAITING);
 	if (!e || !queue_head_fits(s, queue_of(e), now_ns))
 		return NULL;
@@ -641,6 +702,8 @@ struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns)
 			return r;
 		}
 	}
+	if (s->ngap && g->inflight >= queue_cap(s, g))
+		return NULL;
 	return fits ? queue_take(s, g, -1, now_ns) : NULL;
 }
 
@@ -725,9 +788,11 @@ void sched_enqueue(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	q->tail = r;
 	if (q->pending > 1)
 		return;
+	gap_update(s, q);
 	sync_list_update(s, q);
 	if (q == s->in_service) {
 		idle_stop(s, now_ns);
+		s->holding = false;
 		return;
 	}
 	queue_activate(s, q);
@@ -828,8 +893,11 @@ void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	q->served_bytes += r->bytes;
 	q->last_complete_ns = now_ns;
 	q->has_completed = true;
-	if (!queue_busy(q))
+	if (!queue_busy(q)) {
 		s->nbusy--;
+		q->deep = false;
+	}
+	gap_update(s, q);
 	s->recent[s->recent_next] = (struct recent_completion){ q->tenant_id, now_ns };
 	s->recent_next = (s->recent_next + 1) % RECENT_COMPLETIONS;
 	rate_learn(s, r, svc, now_ns);
@@ -839,7 +907,9 @@ void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	}
 	queue_charge(s, q, time_charge_extra(s, q, r, svc));
 	inject_learn(s, q, r, svc, now_ns);
+	queue_weight_drop(s, q);
 	if (q == s->in_service && !queue_busy(q)) {
+		s->holding = false;
 		if (queue_idle_worthy(s, q)) {
 			s->idling = true;
 			s->idle_start_ns = now_ns;

@@ -122,6 +122,49 @@ START_TEST(s4_weights_5_3_1)
 }
 END_TEST
 
+/* S4 through FUSE: a deep tenant's queue runs dry while its caller threads
+ * wait for a CPU. Holding the store for it keeps both goals; without holding,
+ * the gaps go to the light tenant (the real mount's 6.7:1). */
+START_TEST(s4_fuse_round_trip_8_to_1)
+{
+	struct sim_scenario sc;
+	sim_scenario_s4_fuse(&sc, 2);
+	uint64_t seed0 = sc.seed;
+	for (unsigned seed = 0; seed < 4; seed++) {
+		sc.seed = seed0 + seed;
+		struct sim_result bfq = run(&sc, sim_params_bfq);
+		struct sim_result fifo = run(&sc, sim_params_fifo);
+		double rb = ratio(&bfq, 0, 1);
+		ck_assert_msg(rb >= 8 * 0.9 && rb <= 8 * 1.1, "bfq ratio %.2f (seed %u)", rb, seed);
+		ck_assert_msg(bfq.total_mb_per_s >= 0.9 * fifo.total_mb_per_s, "total %.1f fifo %.1f",
+			      bfq.total_mb_per_s, fifo.total_mb_per_s);
+		/* the heavy tenant's queue did run dry: it was held for, not expired */
+		ck_assert_uint_gt(bfq.t[1].st.injected_ops[SCHED_INJECT_GENERAL], 100);
+	}
+	sc.seed = seed0;
+	struct sim_result nohold = run(&sc, sim_params_bfq_nohold);
+	double rn = ratio(&nohold, 0, 1);
+	ck_assert_msg(rn < 8 * 0.9, "without holding the ratio should be missed, got %.2f", rn);
+}
+END_TEST
+
+START_TEST(s4_fuse_round_trip_5_3_1)
+{
+	struct sim_scenario sc;
+	sim_scenario_s4_fuse(&sc, 3);
+	struct sim_result bfq = run(&sc, sim_params_bfq);
+	struct sim_result fifo = run(&sc, sim_params_fifo);
+	static const double want[3][3] = { { 0, 5.0 / 3, 5 }, { 0, 0, 3 }, { 0 } };
+	for (unsigned a = 0; a < 3; a++)
+		for (unsigned b = a + 1; b < 3; b++) {
+			double r = ratio(&bfq, a, b);
+			ck_assert_msg(r >= want[a][b] * 0.9 && r <= want[a][b] * 1.1,
+				      "ratio %u:%u = %.2f, want %.2f", a, b, r, want[a][b]);
+		}
+	ck_assert_double_ge(bfq.total_mb_per_s, 0.9 * fifo.total_mb_per_s);
+}
+END_TEST
+
 /* S5 on a serial store: idling earns the 8:1 ratio. */
 START_TEST(s5_serial_idling_earns_ratio)
 {
@@ -189,6 +232,8 @@ int main(void)
 	tcase_add_test(tc, s3_readers_latency_writer_throughput);
 	tcase_add_test(tc, s4_weights_8_to_1_at_full_speed);
 	tcase_add_test(tc, s4_weights_5_3_1);
+	tcase_add_test(tc, s4_fuse_round_trip_8_to_1);
+	tcase_add_test(tc, s4_fuse_round_trip_5_3_1);
 	tcase_add_test(tc, s5_serial_idling_earns_ratio);
 	tcase_add_test(tc, s5_parallel_work_conserving);
 	tcase_add_test(tc, sim_is_deterministic);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum ev_type { EV_ARRIVE, EV_DONE, EV_TIMER };
+enum ev_type { EV_ARRIVE, EV_DONE, EV_TIMER, EV_HOST };
 
 struct sim_req {
 	struct sched_req sr;
@@ -22,6 +22,7 @@ struct ev {
 	uint32_t tenant, job;
 	int waiter_tenant;
 	uint32_t waiter_job;
+	uint64_t think_ns;		/* EV_HOST: the job's think time after it */
 	struct sim_req *r;
 };
 
@@ -36,6 +37,7 @@ struct tstate {
 	uint64_t seq_offset;
 	struct lat_vec lat;
 	uint64_t ops, bytes;
+	uint64_t stall_until_ns[SIM_MAX_THREADS];	/* caller thread descheduled until */
 };
 
 struct sim {
@@ -49,6 +51,9 @@ struct sim {
 	size_t nallocs, alloccap;
 	struct sim_req *dev_head, *dev_tail;
 	uint32_t dev_busy;
+	struct ev *host_q;		/* ring of follow-ups waiting for a host slot */
+	size_t host_head, host_n, host_cap;
+	uint32_t host_busy;
 	struct tstate ts[SIM_MAX_TENANTS];
 	int err;
 };
@@ -175,6 +180,13 @@ static void arrive_at(struct sim *m, uint64_t at_ns, uint32_t t, uint32_t job, i
 {
 	const struct sim_tenant *tc = &m->sc->t[t];
 	struct tstate *ts = &m->ts[t];
+	if (tc->threads && tc->stall_permille && waiter_tenant < 0) {
+		uint64_t *until = &ts->stall_until_ns[job % tc->threads];
+		if (*until <= m->now_ns && rng_next(m) % 1000 < tc->stall_permille)
+			*until = m->now_ns + jitter(m, tc->stall_ns, 50);
+		if (at_ns < *until)
+			at_ns = *until + (at_ns - m->now_ns);
+	}
 	if (tc->rate_bytes_per_s) {
 		if (at_ns < ts->next_ok_ns)
 			at_ns = ts->next_ok_ns;
@@ -182,6 +194,59 @@ static void arrive_at(struct sim *m, uint64_t at_ns, uint32_t t, uint32_t job, i
 	}
 	ev_push(m, (struct ev){ .at_ns = at_ns, .type = EV_ARRIVE, .tenant = t, .job = job,
 				.waiter_tenant = waiter_tenant, .waiter_job = waiter_job });
+}
+
+static void host_start(struct sim *m, struct ev e)
+{
+	m->host_busy++;
+	e.type = EV_HOST;
+	e.at_ns = m->now_ns + jitter(m, m->sc->host.ns, m->sc->dev.jitter_pct);
+	ev_push(m, e);
+}
+
+/* A completion's follow-up request: through the host if there is one, then
+ * the job's think time. */
+static void follow_up(struct sim *m, uint64_t think_ns, uint32_t t, uint32_t job,
+		      int waiter_tenant, uint32_t waiter_job)
+{
+	struct ev e = { .tenant = t, .job = job, .waiter_tenant = waiter_tenant,
+			.waiter_job = waiter_job, .think_ns = think_ns };
+	if (!m->sc->host.slots) {
+		arrive_at(m, m->now_ns + jitter(m, think_ns, 20), t, job, waiter_tenant, waiter_job);
+		return;
+	}
+	if (m->host_busy < m->sc->host.slots) {
+		host_start(m, e);
+		return;
+	}
+	if (m->host_n == m->host_cap) {
+		size_t cap = m->host_cap ? m->host_cap * 2 : 256;
+		struct ev *q = malloc(cap * sizeof(*q));
+		if (!q) {
+			m->err = -ENOMEM;
+			return;
+		}
+		for (size_t i = 0; i < m->host_n; i++)
+			q[i] = m->host_q[(m->host_head + i) % m->host_cap];
+		free(m->host_q);
+		m->host_q = q;
+		m->host_head = 0;
+		m->host_cap = cap;
+	}
+	m->host_q[(m->host_head + m->host_n++) % m->host_cap] = e;
+}
+
+static void on_host_done(struct sim *m, const struct ev *e)
+{
+	m->host_busy--;
+	arrive_at(m, m->now_ns + jitter(m, e->think_ns, 20), e->tenant, e->job, e->waiter_tenant,
+		  e->waiter_job);
+	if (m->host_n) {
+		struct ev nx = m->host_q[m->host_head];
+		m->host_head = (m->host_head + 1) % m->host_cap;
+		m->host_n--;
+		host_start(m, nx);
+	}
 }
 
 static void on_arrive(struct sim *m, const struct ev *e)
@@ -245,17 +310,14 @@ static void on_done(struct sim *m, struct sim_req *r)
 		ts->bytes += r->sr.bytes;
 		lat_add(m, &ts->lat, m->now_ns - r->sr.enqueue_ns);
 	}
-	if (r->waiter_tenant >= 0) {
-		const struct sim_tenant *w = &sc->t[r->waiter_tenant];
-		arrive_at(m, m->now_ns + jitter(m, w->think_ns, 20), (uint32_t)r->waiter_tenant,
+	if (r->waiter_tenant >= 0)
+		follow_up(m, sc->t[r->waiter_tenant].think_ns, (uint32_t)r->waiter_tenant,
 			  r->waiter_job, -1, 0);
-	} else if (tc->journal >= 0) {
-		const struct sim_tenant *j = &sc->t[tc->journal];
-		arrive_at(m, m->now_ns + jitter(m, j->think_ns, 20), (uint32_t)tc->journal, 0,
-			  (int)r->tenant, r->job);
-	} else if (tc->depth) {
-		arrive_at(m, m->now_ns + jitter(m, tc->think_ns, 20), r->tenant, r->job, -1, 0);
-	}
+	else if (tc->journal >= 0)
+		follow_up(m, sc->t[tc->journal].think_ns, (uint32_t)tc->journal, 0, (int)r->tenant,
+			  r->job);
+	else if (tc->depth)
+		follow_up(m, tc->think_ns, r->tenant, r->job, -1, 0);
 	r->next = m->free_reqs;
 	m->free_reqs = r;
 }
@@ -318,6 +380,9 @@ static void results_fill(struct sim *m, struct sim_result *out)
 
 int sim_run(const struct sim_scenario *sc, const struct sched_params *p, struct sim_result *out)
 {
+	for (uint32_t i = 0; i < sc->ntenants && i < SIM_MAX_TENANTS; i++)
+		if (sc->t[i].threads > SIM_MAX_THREADS)
+			return -EINVAL;
 	if (sc->ntenants > SIM_MAX_TENANTS || !sc->dev.slots || sc->warmup_ns >= sc->duration_ns)
 		return -EINVAL;
 	struct sched_params sp = *p;
@@ -344,6 +409,9 @@ int sim_run(const struct sim_scenario *sc, const struct sched_params *p, struct 
 		case EV_DONE:
 			on_done(&m, e.r);
 			break;
+		case EV_HOST:
+			on_host_done(&m, &e);
+			break;
 		case EV_TIMER:
 			if (e.at_ns == m.timer_at_ns)
 				m.timer_at_ns = SCHED_DEADLINE_NONE;
@@ -361,6 +429,7 @@ int sim_run(const struct sim_scenario *sc, const struct sched_params *p, struct 
 	for (size_t i = 0; i < m.nallocs; i++)
 		free(m.allocs[i]);
 	free(m.allocs);
+	free(m.host_q);
 	for (uint32_t i = 0; i < sc->ntenants; i++)
 		free(m.ts[i].lat.v);
 	free(m.heap);

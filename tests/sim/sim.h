@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #define SIM_MAX_TENANTS 32u
+#define SIM_MAX_THREADS 64u
 
 /* Service time of one request in a slot: base_ns + bytes * ps_per_byte/1000,
  * times a uniform jitter of +-jitter_pct. Requests beyond the slots wait in
@@ -25,6 +26,18 @@ struct sim_device {
 	uint32_t jitter_pct;
 };
 
+/* The daemon's host: FUSE's round trip (reply, the caller's next request,
+ * the worker thread that reads it) costs CPU on a few cores shared by every
+ * tenant. A completion's follow-up request reaches the scheduler only after
+ * ns of work on one of slots servers (FIFO), then the job's think time.
+ * slots = 0: no host, the store is the only shared resource. Held-back
+ * requests cost the host nothing, so what one tenant is not given, another
+ * can use: the real mount's situation when the store is faster than FUSE. */
+struct sim_host {
+	uint32_t slots;
+	uint64_t ns;
+};
+
 struct sim_tenant {
 	const char *name;
 	uint32_t weight;
@@ -36,6 +49,15 @@ struct sim_tenant {
 	bool dsync;			/* writes pay the store's flush cost */
 	bool sequential;
 	uint64_t rate_bytes_per_s;	/* 0: unlimited */
+	/* Caller threads (fio jobs), each driving depth / threads of the jobs
+	 * (its iodepth). On a loaded host a thread is now and then descheduled
+	 * for stall_ns: its completions wait and its requests come back together
+	 * afterwards, so the tenant's queue in the daemon drains for a while
+	 * although it has plenty of I/O outstanding. Each completion starts such
+	 * a stall with probability stall_permille / 1000. 0: no stalls. */
+	uint32_t threads;
+	uint64_t stall_ns;
+	uint32_t stall_permille;
 	/* >= 0: each completed request triggers one request of that tenant and
 	 * the job may go on only after that one completes (a journal pair). */
 	int journal;
@@ -45,6 +67,7 @@ struct sim_scenario {
 	const char *name;
 	const char *about;
 	struct sim_device dev;
+	struct sim_host host;
 	uint32_t max_inflight;
 	uint32_t ntenants;
 	struct sim_tenant t[SIM_MAX_TENANTS];
@@ -78,6 +101,8 @@ void sim_scenario_s1_journal(struct sim_scenario *sc);
 void sim_scenario_s2_rate_limited(struct sim_scenario *sc, bool limited_present);
 void sim_scenario_s3_streaming(struct sim_scenario *sc, bool readers_present);
 void sim_scenario_s4_weights(struct sim_scenario *sc, uint32_t ntenants);
+/* S4 as the real mount sees it: the caller's round trip drains queues. */
+void sim_scenario_s4_fuse(struct sim_scenario *sc, uint32_t ntenants);
 void sim_scenario_s5_sync_reader(struct sim_scenario *sc, uint32_t slots, bool deep_present);
 
 /* Parameter sets compared in the table. */
@@ -85,6 +110,8 @@ void sim_params_bfq(struct sched_params *p);
 void sim_params_fifo(struct sched_params *p);
 void sim_params_bfq_noinject(struct sched_params *p);
 void sim_params_bfq_noidle(struct sched_params *p);
+/* No holding the store for a deep tenant whose queue ran dry. */
+void sim_params_bfq_nohold(struct sched_params *p);
 /* BFQ before think-time learning: a fixed window, no injection. */
 void sim_params_bfq_fixed_idle(struct sched_params *p);
 
