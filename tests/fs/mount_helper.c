@@ -30,6 +30,42 @@ static void die(const char *what)
 	exit(99);
 }
 
+/*
+ * Mounts still up when the test process exits (a failed assertion exits
+ * the test at once) are taken down here, so a failure leaves no mount or
+ * daemon behind.
+ */
+#define LIVE_MOUNTS_MAX 16
+static struct test_mount live_mounts[LIVE_MOUNTS_MAX];
+static pid_t live_mount_owner[LIVE_MOUNTS_MAX]; /* forked test children inherit the list */
+
+static void live_mounts_cleanup(void)
+{
+	for (int i = 0; i < LIVE_MOUNTS_MAX; i++)
+		if (live_mounts[i].daemon_pid > 0 && live_mount_owner[i] == getpid())
+			test_mount_stop(&live_mounts[i]);
+}
+
+static void live_mounts_track(const struct test_mount *m, bool live)
+{
+	static bool registered;
+	if (!registered) {
+		atexit(live_mounts_cleanup);
+		registered = true;
+	}
+	for (int i = 0; i < LIVE_MOUNTS_MAX; i++) {
+		if (live && live_mounts[i].daemon_pid <= 0) {
+			live_mounts[i] = *m;
+			live_mount_owner[i] = getpid();
+			return;
+		}
+		if (!live && strcmp(live_mounts[i].mnt, m->mnt) == 0) {
+			live_mounts[i].daemon_pid = 0;
+			return;
+		}
+	}
+}
+
 void test_mount_start(struct test_mount *m, const char *const *extra_args)
 {
 	memset(m, 0, sizeof(*m));
@@ -58,6 +94,7 @@ void test_mount_start(struct test_mount *m, const char *const *extra_args)
 	}
 	for (int i = 0; i < 1000; i++) {
 		if (test_is_fuse_mount(m->mnt)) {
+			live_mounts_track(m, true);
 			/* Lowered once it runs: the daemon raises its own limit at start. */
 			const char *nofile = getenv("FUSESCHED_TEST_NOFILE");
 			if (nofile) {
@@ -81,10 +118,14 @@ void test_mount_start(struct test_mount *m, const char *const *extra_args)
 int test_mount_stop(struct test_mount *m)
 {
 	int status = -1;
+	live_mounts_track(m, false);
 	if (m->daemon_pid > 0) {
 		test_sh("fusermount3 -u '%s' 2>/dev/null || umount -l '%s'", m->mnt, m->mnt);
 		for (int i = 0; i < 1000; i++) {
-			if (waitpid(m->daemon_pid, &status, WNOHANG) == m->daemon_pid)
+			pid_t r = waitpid(m->daemon_pid, &status, WNOHANG);
+			if (r == m->daemon_pid)
+				break;
+			if (r < 0) /* not our child (any more): nothing to reap or kill */
 				break;
 			nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
 			if (i == 999) {
