@@ -53,7 +53,7 @@ enum sched_inject {
 	SCHED_INJECT_NR,
 };
 
-/* hold_depth_pct: a tenant in service whose queue runs empty while it still
+/* hold_depth_pct: a sync tenant in service whose queue runs empty while it still
  * has at least this percentage of its share of max_inflight at the store
  * keeps the store: its callers are busy with completions and will be back
  * (a FUSE round trip, a caller thread waiting for a CPU). Meanwhile others

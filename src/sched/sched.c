@@ -67,7 +67,7 @@ struct sched {
 	uint64_t max_finish_vt;
 
 	uint32_t inflight, pending, nbusy, async_inflight;
-	uint32_t ngap;				/* queues in_gap */
+	uint64_t gap_wsum;			/* weights of the queues in_gap */
 	uint64_t last_sync_ns;			/* last sync arrival, 0: none yet */
 	struct recent_completion recent[RECENT_COMPLETIONS];
 	uint32_t recent_next;
@@ -335,28 +335,38 @@ static uint32_t queue_cap(const struct sched *s, const struct sched_queue *q)
 	return cap ? (uint32_t)cap : 1;
 }
 
-/* A tenant that has used a good part of its share of the dispatch depth
+/* A sync tenant that has used a good part of its share of the dispatch depth
  * since it went busy: when its queue runs dry while it still has I/O at the
- * store, its callers are busy with completions, it is not done. */
+ * store, its callers are busy with completions, it is not done. Like idling,
+ * only for sync I/O: holding for writeback would make small readers wait
+ * for a streaming writer's whole backlog at the store (lesson 3). */
 static void deep_note(struct sched *s, struct sched_queue *q)
 {
-	if (!q->deep && s->p.hold_depth_pct && q->inflight >= s->p.hold_min_inflight &&
+	if (!q->deep && q->last_sync && s->p.hold_depth_pct &&
+	    q->inflight >= s->p.hold_min_inflight &&
 	    (uint64_t)q->inflight * 100 >= (uint64_t)queue_cap(s, q) * s->p.hold_depth_pct)
 		q->deep = true;
 }
 
-/* Deep tenants in such a gap while out of service: the cap of whoever is in
- * service stays hard and over-served tenants get nothing beyond their share,
- * or the gap would go to them. */
+/* Deep tenants in such a gap while out of service, at least as heavy
+ * together as the tenant that would use it: the in-service tenant's cap
+ * stays hard and over-served tenants get nothing beyond their share, or the
+ * gap would go to them. A lighter tenant's gap does not hold back a heavier
+ * one: its share is kept by virtual time. */
+static bool gap_guarded(const struct sched *s, const struct sched_queue *q)
+{
+	return s->gap_wsum && s->gap_wsum >= q->ent.weight;
+}
+
 static void gap_update(struct sched *s, struct sched_queue *q)
 {
 	bool want = q->deep && !q->pending && q->inflight && q != s->in_service;
 	if (want != q->in_gap) {
 		q->in_gap = want;
 		if (want)
-			s->ngap++;
+			s->gap_wsum += q->ent.weight;
 		else
-			s->ngap--;
+			s->gap_wsum -= q->ent.weight;
 	}
 }
 
@@ -585,7 +595,7 @@ static struct sched_req *queue_take(struct sched *s, struct sched_queue *q, int 
 	if (q == s->in_service) {
 		if (q->pending)
 			;
-		else if (q->deep)
+		else if (q->deep && q->last_sync)
 			s->holding = true;
 		else if (!queue_idle_worthy(s, q))
 			queue_expire(s, q, SCHED_EXPIRE_EMPTIED, now_ns);
@@ -642,8 +652,11 @@ static struct sched_req *inject(struct sched *s, struct sched_queue *g, uint64_t
 	if (s->inflight - g->inflight >= limit)
 		return NULL;
 	struct wf2q_entity *e = sched_wf2q_peek(&s->wq, WF2Q_ELIGIBLE);
-	if (!e && !s->ngap)	/* work conservation: over-served queues may use what nobody else can */
+	if (!e) {	/* work conservation: over-served queues may use what nobody else can */
 		e = sched_wf2q_peek(&s->wq, WF2Q_WAITING);
+		if (e && gap_guarded(s, queue_of(e)))
+			return NULL;
+	}
 	if (!e || !queue_head_fits(s, queue_of(e), now_ns))
 		return NULL;
 	return queue_take(s, queue_of(e), SCHED_INJECT_GENERAL, now_ns);
@@ -702,7 +715,7 @@ struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns)
 			return r;
 		}
 	}
-	if (s->ngap && g->inflight >= queue_cap(s, g))
+	if (g->inflight >= queue_cap(s, g) && gap_guarded(s, g))
 		return NULL;
 	return fits ? queue_take(s, g, -1, now_ns) : NULL;
 }
@@ -950,6 +963,8 @@ int sched_queue_set_weight(struct sched *s, struct sched_queue *q, uint32_t weig
 	uint64_t len = q->ent.finish_vt - q->ent.start_vt;
 	q->ent.finish_vt = q->ent.start_vt + len * old / weight;
 	q->ent.weight = weight;
+	if (q->in_gap)
+		s->gap_wsum = s->gap_wsum - old + weight;
 	if (q->active)
 		s->wq.wsum = s->wq.wsum - old + weight;
 	sched_wf2q_reposition(&s->wq, &q->ent);
