@@ -211,6 +211,18 @@ static char *dup_or_empty(const char *s)
 	return strdup(s ? s : "");
 }
 
+/* The memory a server owns, whether or not it ever listened. */
+static void ctl_server_release(struct ctl_server *s)
+{
+	free(s->mountpoint);
+	free(s->backing);
+	free(s->policy);
+	free(s->config_path);
+	free(s->older);
+	free(s->newer);
+	free(s);
+}
+
 int ctl_server_new(const struct ctl_server_params *p, struct ctl_server **out, char *err,
 		   size_t err_bytes)
 {
@@ -282,13 +294,7 @@ out_close:
 	if (s->stop_fd >= 0)
 		close(s->stop_fd);
 out_free:
-	free(s->mountpoint);
-	free(s->backing);
-	free(s->policy);
-	free(s->config_path);
-	free(s->older);
-	free(s->newer);
-	free(s);
+	ctl_server_release(s);
 	return r;
 }
 
@@ -827,11 +833,5 @@ void ctl_server_free(struct ctl_server *s)
 	close(s->stop_fd);
 	if (s->signal_fd >= 0)
 		close(s->signal_fd);
-	free(s->mountpoint);
-	free(s->backing);
-	free(s->policy);
-	free(s->config_path);
-	free(s->older);
-	free(s->newer);
-	free(s);
+	ctl_server_release(s);
 }
