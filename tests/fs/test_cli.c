@@ -24,35 +24,6 @@ static void scratch_up(void)
 	test_sh("mkdir -p '%s/b' '%s/m' && touch '%s/file'", scratch, scratch, scratch);
 }
 
-START_TEST(non_root_is_told_what_stops_the_mount)
-{
-	char out[4096];
-	ck_assert_int_eq(chmod(scratch, 0755), 0);
-	/* Only meaningful where /etc/fuse.conf does not already allow it. */
-	if (test_sh("grep -qs '^user_allow_other' /etc/fuse.conf") == 0)
-		return;
-	char cmd[1200];
-	snprintf(cmd, sizeof(cmd), "setpriv --reuid 1000 --regid 1000 --clear-groups %s mount b m -f",
-		 FUSESCHED_BIN);
-	char errfile[600];
-	snprintf(errfile, sizeof(errfile), "%s/stderr", scratch);
-	int status = test_sh("cd '%s' && %s >'%s' 2>&1", scratch, cmd, errfile);
-	FILE *f = fopen(errfile, "r");
-	size_t n = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
-	out[n] = '\0';
-	if (f)
-		fclose(f);
-	ck_assert_int_eq(status, 2);
-	/* The first obstacle is named: /dev/fuse itself where it is root-only, else allow_other. */
-	struct stat st;
-	ck_assert_int_eq(stat("/dev/fuse", &st), 0);
-	if ((st.st_mode & 0006) != 0006)
-		ck_assert_ptr_nonnull(strstr(out, "cannot open /dev/fuse: Permission denied"));
-	else
-		ck_assert_ptr_nonnull(strstr(out, "requires root, or 'user_allow_other' in /etc/fuse.conf"));
-}
-END_TEST
-
 static const char *m_path(void)
 {
 	static char buf[600];
@@ -65,12 +36,13 @@ static void scratch_down(void)
 	test_sh("fusermount3 -u '%s/m' 2>/dev/null; rm -rf '%s'", scratch, scratch);
 }
 
-/* Runs fusesched with args; returns its exit status and leaves stderr in out. */
-static int run_cli(char *out, size_t out_bytes, const char *args)
+/* Runs "PREFIX fusesched ARGS"; returns its exit status and leaves its output in out. */
+static int run_cli_as(char *out, size_t out_bytes, const char *prefix, const char *args)
 {
 	char errfile[600];
 	snprintf(errfile, sizeof(errfile), "%s/stderr", scratch);
-	int status = test_sh("cd '%s' && %s %s >'%s' 2>&1", scratch, FUSESCHED_BIN, args, errfile);
+	int status = test_sh("cd '%s' && %s %s %s >'%s' 2>&1", scratch, prefix, FUSESCHED_BIN, args,
+			     errfile);
 	FILE *f = fopen(errfile, "r");
 	size_t n = f ? fread(out, 1, out_bytes - 1, f) : 0;
 	out[n] = '\0';
@@ -78,6 +50,31 @@ static int run_cli(char *out, size_t out_bytes, const char *args)
 		fclose(f);
 	return status;
 }
+
+static int run_cli(char *out, size_t out_bytes, const char *args)
+{
+	return run_cli_as(out, out_bytes, "", args);
+}
+
+START_TEST(non_root_is_told_what_stops_the_mount)
+{
+	char out[4096];
+	ck_assert_int_eq(chmod(scratch, 0755), 0);
+	/* Only meaningful where /etc/fuse.conf does not already allow it. */
+	if (test_sh("grep -qs '^user_allow_other' /etc/fuse.conf") == 0)
+		return;
+	int status = run_cli_as(out, sizeof(out), "setpriv --reuid 1000 --regid 1000 --clear-groups",
+				"mount b m -f");
+	ck_assert_int_eq(status, 2);
+	/* The first obstacle is named: /dev/fuse itself where it is root-only, else allow_other. */
+	struct stat st;
+	ck_assert_int_eq(stat("/dev/fuse", &st), 0);
+	if ((st.st_mode & 0006) != 0006)
+		ck_assert_ptr_nonnull(strstr(out, "cannot open /dev/fuse: Permission denied"));
+	else
+		ck_assert_ptr_nonnull(strstr(out, "requires root, or 'user_allow_other' in /etc/fuse.conf"));
+}
+END_TEST
 
 START_TEST(errors_name_the_problem)
 {
