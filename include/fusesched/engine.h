@@ -31,6 +31,12 @@ struct engine_params {
 	 * kernel instead of in the daemon's memory.
 	 */
 	uint64_t max_queued_write_bytes;
+	/*
+	 * I/O buffers registered with the ring (bufpool.h): 64 MiB, enough for
+	 * max_inflight 1 MiB requests plus queued writes; past it requests use
+	 * heap buffers. 0: heap buffers only.
+	 */
+	uint64_t buffer_arena_bytes;
 };
 
 void engine_params_default(struct engine_params *p);

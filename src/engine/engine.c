@@ -1,5 +1,6 @@
 /* The io_uring engine: one reactor thread owning the ring and the scheduler. */
 #include "fusesched/engine.h"
+#include "fusesched/bufpool.h"
 #include "fusesched/stats.h"
 #include "fusesched/tenant.h"
 
@@ -14,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BUFFER_ALIGN_BYTES 4096u
 #define WAKE_TAG 0u                /* user_data of the eventfd read */
 #define RETIRE_BATCH 64u
 
@@ -43,6 +43,8 @@ struct engine {
 	struct stats *stats;
 	struct sched *sched;
 	struct io_uring ring;
+	struct bufpool *buffers;
+	bool buffers_registered;   /* arena is the ring's fixed buffer 0 */
 	int wake_fd;
 	uint64_t wake_value;
 	_Atomic(struct engine_req *) handoff;
@@ -78,6 +80,7 @@ void engine_params_default(struct engine_params *p)
 	p->retire_check_ns = 1000000000u;
 	p->stats_publish_ns = 100000000u;
 	p->max_queued_write_bytes = 256u << 20;
+	p->buffer_arena_bytes = 64u << 20;
 }
 
 /* ---- worker side ------------------------------------------------------ */
@@ -98,15 +101,6 @@ static enum sched_op sched_op_of(enum datapath_op op)
 		break;
 	}
 	return SCHED_OP_OTHER;
-}
-
-/* Aligned for O_DIRECT backing files. */
-static void *buffer_alloc(uint64_t bytes)
-{
-	size_t rounded = bytes ? (size_t)bytes : 1;
-	rounded = (rounded + BUFFER_ALIGN_BYTES - 1) & ~(size_t)(BUFFER_ALIGN_BYTES - 1);
-	void *p = NULL;
-	return posix_memalign(&p, BUFFER_ALIGN_BYTES, rounded) ? NULL : p;
 }
 
 static void wake_reactor(struct engine *e)
@@ -178,7 +172,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	 */
 	if (r->op == DATAPATH_WRITE) {
 		write_room_wait(e, r->size_bytes);
-		er->buf = buffer_alloc(r->size_bytes);
+		er->buf = bufpool_get(e->buffers, r->size_bytes);
 		if (!er->buf) {
 			write_room_release(e, r->size_bytes);
 			free(er);
@@ -288,7 +282,7 @@ static void finish(struct engine *e, struct engine_req *er, int res, uint64_t no
 	sched_complete(e->sched, &er->sched, now);
 	if (er->op == DATAPATH_WRITE)
 		write_room_release(e, er->size_bytes);
-	free(er->buf);
+	bufpool_put(e->buffers, er->buf);
 	free(er);
 	atomic_fetch_add_explicit(&e->completed, 1, memory_order_relaxed);
 }
@@ -356,7 +350,8 @@ static void issue(struct engine *e, struct engine_req *er, uint64_t now)
 		run_copy_range(e, er, now);
 		return;
 	}
-	if (er->op == DATAPATH_READ && !er->buf && !(er->buf = buffer_alloc(er->size_bytes))) {
+	if (er->op == DATAPATH_READ && !er->buf &&
+	    !(er->buf = bufpool_get(e->buffers, er->size_bytes))) {
 		reply_and_finish(e, er, -ENOMEM, now);
 		return;
 	}
@@ -364,12 +359,19 @@ static void issue(struct engine *e, struct engine_req *er, uint64_t now)
 	uint64_t off = er->offset_bytes + er->done_bytes;
 	unsigned int left = (unsigned int)(er->size_bytes - er->done_bytes);
 	char *buf = (char *)er->buf + er->done_bytes;
+	bool fixed = e->buffers_registered && bufpool_in_arena(e->buffers, er->buf);
 	switch (er->op) {
 	case DATAPATH_READ:
-		io_uring_prep_read(sqe, er->file->fd, buf, left, off);
+		if (fixed)
+			io_uring_prep_read_fixed(sqe, er->file->fd, buf, left, off, 0);
+		else
+			io_uring_prep_read(sqe, er->file->fd, buf, left, off);
 		break;
 	case DATAPATH_WRITE:
-		io_uring_prep_write(sqe, er->file->fd, buf, left, off);
+		if (fixed)
+			io_uring_prep_write_fixed(sqe, er->file->fd, buf, left, off, 0);
+		else
+			io_uring_prep_write(sqe, er->file->fd, buf, left, off);
 		break;
 	case DATAPATH_FSYNC:
 		io_uring_prep_fsync(sqe, er->file->fd, 0);
@@ -430,7 +432,7 @@ static void take_handoff(struct engine *e, uint64_t now)
 			fuse_reply_err(er->req, ENOMEM);
 			if (er->op == DATAPATH_WRITE)
 				write_room_release(e, er->size_bytes);
-			free(er->buf);
+			bufpool_put(e->buffers, er->buf);
 			free(er);
 			continue;
 		}
@@ -546,6 +548,27 @@ static void *reactor_main(void *arg)
 
 /* ---- lifecycle -------------------------------------------------------- */
 
+/*
+ * Registered, the arena's pages are pinned once instead of on every direct
+ * I/O. Without it (RLIMIT_MEMLOCK and no CAP_IPC_LOCK) the same buffers are
+ * used unregistered: slower, still correct.
+ */
+static void register_buffers(struct engine *e)
+{
+	struct iovec arena = bufpool_arena(e->buffers);
+	if (arena.iov_len == 0)
+		return;
+	int r = io_uring_register_buffers(&e->ring, &arena, 1);
+	if (r < 0) {
+		fuse_log(FUSE_LOG_WARNING,
+			 "fusesched: cannot register %zu bytes of I/O buffers with io_uring (%s): "
+			 "using them unregistered; raise RLIMIT_MEMLOCK to register them\n",
+			 arena.iov_len, strerror(-r));
+		return;
+	}
+	e->buffers_registered = true;
+}
+
 int engine_new(const struct engine_params *p, struct tenant_table *tenants, struct stats *stats,
 	       struct engine **out, char *err, size_t err_bytes)
 {
@@ -584,6 +607,14 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 		e->wake_fd = -1;
 		goto fail;
 	}
+	r = bufpool_new(p->buffer_arena_bytes, &e->buffers);
+	if (r < 0) {
+		snprintf(err, err_bytes, "cannot map %llu bytes of I/O buffers: %s",
+			 (unsigned long long)p->buffer_arena_bytes, strerror(-r));
+		io_uring_queue_exit(&e->ring);
+		goto fail;
+	}
+	register_buffers(e);
 	*out = e;
 	return 0;
 fail:
@@ -619,6 +650,7 @@ void engine_free(struct engine *e)
 		return;
 	engine_stop(e);
 	io_uring_queue_exit(&e->ring);
+	bufpool_free(e->buffers);
 	close(e->wake_fd);
 	sched_free(e->sched);
 	free(e->queues);

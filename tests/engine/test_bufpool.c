@@ -1,0 +1,160 @@
+/* The engine's buffer pool: alignment, reuse, slabs changing size, fallbacks, threads. */
+#include "fusesched/bufpool.h"
+
+#include <check.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (1u << 20)
+
+static struct bufpool *pool_of(size_t arena_bytes)
+{
+	struct bufpool *p = NULL;
+	ck_assert_int_eq(bufpool_new(arena_bytes, &p), 0);
+	return p;
+}
+
+START_TEST(blocks_are_aligned_inside_the_arena_and_reused)
+{
+	struct bufpool *p = pool_of(4 * MIB);
+	struct iovec arena = bufpool_arena(p);
+	ck_assert_uint_eq(arena.iov_len, 4 * MIB);
+	void *a = bufpool_get(p, 4096);
+	void *b = bufpool_get(p, 5000); /* 8 KiB class: its own slab */
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	ck_assert(bufpool_in_arena(p, a) && bufpool_in_arena(p, b));
+	ck_assert_uint_eq((uintptr_t)a % BUFPOOL_ALIGN_BYTES, 0);
+	ck_assert_uint_eq((uintptr_t)b % BUFPOOL_ALIGN_BYTES, 0);
+	ck_assert_uint_eq(bufpool_slabs_used(p), 2);
+	memset(b, 0xab, 5000); /* the whole request fits */
+	bufpool_put(p, a);
+	ck_assert_uint_eq(bufpool_slabs_used(p), 1);
+	void *again = bufpool_get(p, 100);
+	ck_assert_ptr_eq(again, a); /* the freed slab is taken again, not a new one */
+	bufpool_put(p, again);
+	bufpool_put(p, b);
+	ck_assert_uint_eq(bufpool_slabs_used(p), 0);
+	ck_assert_uint_eq(bufpool_heap_fallbacks(p), 0);
+	bufpool_free(p);
+}
+END_TEST
+
+START_TEST(a_freed_slab_serves_another_size)
+{
+	struct bufpool *p = pool_of(1 * MIB); /* one slab */
+	void *small[256];
+	for (int i = 0; i < 256; i++) {
+		small[i] = bufpool_get(p, 4096);
+		ck_assert(bufpool_in_arena(p, small[i]));
+	}
+	void *big = bufpool_get(p, MIB); /* the slab is all 4 KiB blocks: heap */
+	ck_assert(!bufpool_in_arena(p, big));
+	ck_assert_uint_eq(bufpool_heap_fallbacks(p), 1);
+	bufpool_put(p, big);
+	for (int i = 0; i < 256; i++)
+		bufpool_put(p, small[i]);
+	big = bufpool_get(p, MIB);
+	ck_assert(bufpool_in_arena(p, big));
+	ck_assert_uint_eq(bufpool_heap_fallbacks(p), 1);
+	bufpool_put(p, big);
+	bufpool_free(p);
+}
+END_TEST
+
+START_TEST(oversized_and_arenaless_requests_use_the_heap)
+{
+	struct bufpool *p = pool_of(2 * MIB);
+	void *huge = bufpool_get(p, MIB + 1);
+	ck_assert_ptr_nonnull(huge);
+	ck_assert(!bufpool_in_arena(p, huge));
+	ck_assert_uint_eq((uintptr_t)huge % BUFPOOL_ALIGN_BYTES, 0);
+	memset(huge, 1, MIB + 1);
+	bufpool_put(p, huge);
+	bufpool_put(p, NULL);
+	bufpool_free(p);
+
+	p = pool_of(0);
+	ck_assert_uint_eq(bufpool_arena(p).iov_len, 0);
+	void *h = bufpool_get(p, 0);
+	ck_assert_ptr_nonnull(h);
+	ck_assert(!bufpool_in_arena(p, h));
+	bufpool_put(p, h);
+	bufpool_free(p);
+}
+END_TEST
+
+/* Threads hold blocks of mixed sizes filled with their own mark: an overlap shows as a wrong mark. */
+struct churn_arg {
+	struct bufpool *pool;
+	unsigned int seed;
+	int overlaps;
+};
+
+static void *churn(void *argp)
+{
+	struct churn_arg *a = argp;
+	enum { HELD = 16, ROUNDS = 20000 };
+	unsigned char *held[HELD] = {0};
+	size_t bytes[HELD] = {0};
+	unsigned char mark = (unsigned char)(a->seed & 0xff);
+	for (int r = 0; r < ROUNDS; r++) {
+		int slot = rand_r(&a->seed) % HELD;
+		if (held[slot]) {
+			for (size_t i = 0; i < bytes[slot]; i += 512)
+				if (held[slot][i] != mark)
+					a->overlaps++;
+			bufpool_put(a->pool, held[slot]);
+		}
+		bytes[slot] = (size_t)4096 << (rand_r(&a->seed) % 9);
+		held[slot] = bufpool_get(a->pool, bytes[slot]);
+		memset(held[slot], mark, bytes[slot]);
+	}
+	for (int i = 0; i < HELD; i++)
+		bufpool_put(a->pool, held[i]);
+	return NULL;
+}
+
+START_TEST(threads_never_share_a_block)
+{
+	struct bufpool *p = pool_of(8 * MIB); /* small: fallbacks happen too */
+	enum { THREADS = 4 };
+	pthread_t t[THREADS];
+	struct churn_arg args[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		args[i] = (struct churn_arg){p, 0x11u * (unsigned)(i + 1), 0};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, churn, &args[i]), 0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		ck_assert_int_eq(args[i].overlaps, 0);
+	}
+	ck_assert_uint_eq(bufpool_slabs_used(p), 0); /* everything came back */
+	ck_assert_uint_gt(bufpool_heap_fallbacks(p), 0);
+	bufpool_free(p);
+}
+END_TEST
+
+static Suite *bufpool_suite(void)
+{
+	Suite *s = suite_create("bufpool");
+	TCase *tc = tcase_create("pool");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, blocks_are_aligned_inside_the_arena_and_reused);
+	tcase_add_test(tc, a_freed_slab_serves_another_size);
+	tcase_add_test(tc, oversized_and_arenaless_requests_use_the_heap);
+	tcase_add_test(tc, threads_never_share_a_block);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(bufpool_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
