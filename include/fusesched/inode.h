@@ -1,12 +1,19 @@
 /*
- * Inode table: the kernel's node ids mapped to O_PATH descriptors of the
- * backing directory.
+ * Inode table: the kernel's node ids mapped to files of the backing directory.
  *
  * Node ids are stable slot indices, not heap pointers, so that a future
  * restart can hand the kernel back the same ids. Slot 1 is the backing root
  * (FUSE_ROOT_ID). A (dev, ino) pair has at most one slot; looking up a name
- * twice bumps the lookup count instead of pinning a second descriptor.
+ * twice bumps the lookup count instead of adding a second node.
  * A reused slot gets a new generation so the kernel can tell them apart.
+ *
+ * The kernel keeps every inode of its dentry cache, so a volume whose users
+ * touched 100,000 files has 100,000 live nodes: far more than RLIMIT_NOFILE
+ * allows descriptors. A node therefore holds a kernel file handle
+ * (name_to_handle_at) and only a cached O_PATH descriptor; at most
+ * cached_fds_max descriptors stay cached and the others are closed (clock
+ * order) and reopened from the handle on demand. Nodes whose filesystem has
+ * no file handles, and the root, keep their descriptor for their lifetime.
  */
 #ifndef FUSESCHED_INODE_H
 #define FUSESCHED_INODE_H
@@ -16,31 +23,55 @@
 
 struct inode_table;
 
-/* Takes ownership of root_fd (an O_PATH directory descriptor). */
-int inode_table_new(int root_fd, struct inode_table **out);
+/*
+ * Takes ownership of root_fd (an O_PATH directory descriptor). cached_fds_max
+ * bounds the descriptors of evictable nodes (at least 1); pinned descriptors
+ * (requests in flight, open files) may exceed it until they are put.
+ */
+int inode_table_new(int root_fd, uint32_t cached_fds_max, struct inode_table **out);
 void inode_table_free(struct inode_table *table);
 
 /*
  * Publishes a freshly opened O_PATH fd for st->st_dev/st_ino with one more
- * kernel lookup. Takes ownership of fd: it is closed when the inode is already
- * known. Returns 0 and the node id and generation, or -errno.
+ * kernel lookup. Takes ownership of fd: it becomes the node's cached
+ * descriptor, or is closed when the node already has one. Returns 0 and the
+ * node id and generation, or -errno.
  */
 int inode_table_insert(struct inode_table *table, int fd, const struct stat *st,
                        uint64_t *node_id, uint64_t *generation);
 
-/* One more kernel lookup on a node the kernel already holds (readdirplus of "."). */
-int inode_table_ref(struct inode_table *table, uint64_t node_id);
+/*
+ * The O_PATH descriptor of a live node, pinned: it is not closed until the
+ * matching inode_table_fd_put. Reopens it from the file handle when it was
+ * evicted; -ESTALE when the file is gone (deleted on the backing side while
+ * evicted) or the node is not live, -EMFILE/-ENFILE at the limit. A cached
+ * descriptor costs two atomic operations and no lock. The kernel forgets a
+ * node only after its requests and its open files' releases were answered,
+ * so a pin never outlives its node.
+ */
+int inode_table_fd_get(struct inode_table *table, uint64_t node_id);
+void inode_table_fd_put(struct inode_table *table, uint64_t node_id);
 
 /*
- * The O_PATH descriptor of a live node, or -ESTALE. Lock-free: valid until the
- * kernel forgets the node, which it does not do while a request on it runs.
+ * fd_get for the lifetime of an open file or directory, ended by fd_drop:
+ * the descriptor is kept out of the cache (no clock cost, not counted in the
+ * bound), so a file unlinked while open still has one; its handle would give
+ * ESTALE. Takes the table lock.
  */
-int inode_table_fd(const struct inode_table *table, uint64_t node_id);
+int inode_table_fd_hold(struct inode_table *table, uint64_t node_id);
+void inode_table_fd_drop(struct inode_table *table, uint64_t node_id);
+
+/*
+ * Closes up to count cached, unpinned descriptors regardless of the bound:
+ * the caller hit EMFILE/ENFILE and open files need them more. Returns how
+ * many were closed (0: retrying will not help).
+ */
+uint32_t inode_table_fds_release(struct inode_table *table, uint32_t count);
 
 /* The file type bits (S_IFMT) recorded when the node was first looked up. */
 mode_t inode_table_type(const struct inode_table *table, uint64_t node_id);
 
-/* The kernel dropped nlookup references; at zero the descriptor is closed. */
+/* The kernel dropped nlookup references; at zero the node and its descriptor go. */
 void inode_table_forget(struct inode_table *table, uint64_t node_id, uint64_t nlookup);
 
 /* Live nodes, root included (tests and stats). */

@@ -20,6 +20,27 @@ void fs_options_default(struct fs_options *o)
 	o->max_background = 1024;
 }
 
+/*
+ * Half the soft RLIMIT_NOFILE (the daemon has raised it by now) for cached
+ * node descriptors: the other half is for open files, each of which holds a
+ * backing descriptor plus its node's, and for the daemon's own (fuse device,
+ * io_uring, sockets). When open files need more, EMFILE makes the cache
+ * give descriptors back (fs_reclaim_fds). Capped: past 65536 a reopen from
+ * the handle (a few microseconds) is cheaper than the kernel memory every
+ * cached descriptor keeps from reclaim.
+ */
+#define CACHED_FDS_CAP 65536u
+#define CACHED_FDS_FLOOR 16u
+
+static uint32_t cached_fds_default(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return CACHED_FDS_CAP;
+	rlim_t half = rl.rlim_cur / 2;
+	return half > CACHED_FDS_CAP ? CACHED_FDS_CAP : half < CACHED_FDS_FLOOR ? CACHED_FDS_FLOOR : (uint32_t)half;
+}
+
 int fs_new(const struct fs_options *o, struct datapath *dp, struct fs **out,
 	   char *err, size_t err_bytes)
 {
@@ -45,7 +66,7 @@ int fs_new(const struct fs_options *o, struct datapath *dp, struct fs **out,
 	fs->datapath = dp;
 	pthread_mutex_init(&fs->handles_lock, NULL);
 	fs->handles.prev = fs->handles.next = &fs->handles;
-	int r = inode_table_new(root_fd, &fs->inodes);
+	int r = inode_table_new(root_fd, cached_fds_default(), &fs->inodes);
 	if (r) {
 		close(root_fd);
 		free(fs);
@@ -131,7 +152,7 @@ int fs_check_name(const char *name)
 	return 0;
 }
 
-/* Once a minute at most: a tree walk past the limit would otherwise flood the log. */
+/* Once a minute at most: a burst of opens past the limit would otherwise flood the log. */
 static void log_fd_exhausted(struct fs *fs, int err)
 {
 	uint64_t now_s = (uint64_t)time(NULL);
@@ -142,30 +163,48 @@ static void log_fd_exhausted(struct fs *fs, int err)
 	struct rlimit rl = {0};
 	getrlimit(RLIMIT_NOFILE, &rl);
 	fuse_log(FUSE_LOG_ERR,
-		 "fusesched: out of file descriptors (%s, limit %llu): lookups fail with %s until "
-		 "the kernel forgets inodes; raise the hard RLIMIT_NOFILE of the daemon\n",
+		 "fusesched: out of file descriptors (%s, limit %llu): open files hold them all, "
+		 "callers get %s until some are closed; raise the hard RLIMIT_NOFILE of the daemon\n",
 		 strerror(-err), (unsigned long long)rl.rlim_cur, err == -EMFILE ? "EMFILE" : "ENFILE");
+}
+
+/* Cached node descriptors given back per EMFILE: enough for a burst of opens. */
+#define RECLAIM_FDS 64u
+
+bool fs_reclaim_fds(struct fs *fs, int err)
+{
+	if (err != -EMFILE && err != -ENFILE)
+		return false;
+	if (inode_table_fds_release(fs->inodes, RECLAIM_FDS) > 0)
+		return true;
+	log_fd_exhausted(fs, err);
+	return false;
+}
+
+static int open_path_at(struct fs *fs, int dir_fd, const char *name)
+{
+	int fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && fs_reclaim_fds(fs, -errno))
+		fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,
 		    struct fuse_entry_param *e)
 {
-	int pfd = inode_table_fd(fs->inodes, parent);
-	if (pfd < 0)
-		return pfd;
 	int r = fs_check_name(name);
 	if (r)
 		return r;
 	/* ".." of the root is the root: nothing above the backing directory exists. */
 	if (parent == FUSE_ROOT_ID && strcmp(name, "..") == 0)
 		name = ".";
-	int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		if (r == -EMFILE || r == -ENFILE)
-			log_fd_exhausted(fs, r);
-		return r;
-	}
+	int pfd = inode_table_fd_get(fs->inodes, parent);
+	if (pfd < 0)
+		return pfd;
+	int fd = open_path_at(fs, pfd, name);
+	inode_table_fd_put(fs->inodes, parent);
+	if (fd < 0)
+		return fd;
 	memset(e, 0, sizeof(*e));
 	if (fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
 		r = -errno;

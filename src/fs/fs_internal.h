@@ -39,6 +39,7 @@ struct fs_file {
 	 * which would keep them).
 	 */
 	atomic_bool check_privs;
+	fuse_ino_t node_id;      /* its descriptor is held (inode_table_fd_hold) while open */
 };
 
 static inline struct fs *fs_of(fuse_req_t req)
@@ -65,6 +66,13 @@ void fs_proc_path(int fd, char out[FS_PROC_PATH_BYTES]);
  * op must have changed nothing when it fails that way.
  */
 int fs_run_as_caller(fuse_req_t req, int (*op)(void *arg), void *arg);
+
+/*
+ * After an EMFILE/ENFILE (err is -errno): gives cached node descriptors
+ * back to the process; true when the caller should retry its open once.
+ * Otherwise open files hold every descriptor, and that is logged.
+ */
+bool fs_reclaim_fds(struct fs *fs, int err);
 
 /* Looks name up below parent and takes one kernel lookup reference. */
 int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,

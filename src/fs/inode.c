@@ -1,4 +1,14 @@
-/* Inode table: slot-indexed node ids, (dev, ino) hash, O_PATH descriptors. */
+/*
+ * Inode table: slot-indexed node ids, (dev, ino) hash, file handles and a
+ * bounded clock cache of O_PATH descriptors.
+ *
+ * Pin protocol between fd_get (lock-free) and the evictor (table lock):
+ *   getter:  pins += 1;           then read fd
+ *   evictor: swap fd for -1;      then read pins; nonzero: put fd back
+ * All four are sequentially consistent, so either the getter reads the
+ * descriptor before the swap, and then the evictor sees its pin and keeps
+ * the descriptor, or the getter reads -1 and reopens under the lock.
+ */
 #include "fusesched/inode.h"
 
 #include <errno.h>
@@ -7,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /*
@@ -14,17 +25,42 @@
  * descriptor without taking the table lock while writers add chunks.
  */
 #define SLOTS_PER_CHUNK 4096u
-#define MAX_CHUNKS 65536u          /* 268M nodes: far past any fd limit */
+#define MAX_CHUNKS 65536u          /* 268M nodes: far past any memory */
 #define ROOT_NODE_ID 1u
+/* Descriptors closed per lock hold; they are closed after the lock is dropped. */
+#define CLOSE_BATCH 64u
 
 struct inode_slot {
-	_Atomic int fd;            /* -1 when the slot is free */
+	_Atomic int fd;            /* cached O_PATH descriptor; -1 when evicted or free */
+	atomic_uint pins;          /* fd_get calls not yet put */
+	atomic_bool referenced;    /* got since the clock hand last passed it */
+	bool live;
+	bool evictable;            /* has a handle; otherwise the fd lives as long as the node */
 	mode_t type;
 	dev_t dev;
 	ino_t ino;
 	uint64_t nlookup;
 	uint64_t generation;
 	uint32_t next;             /* hash chain, or free list when free */
+	uint32_t clock_prev;       /* ring of evictable slots holding a descriptor; */
+	uint32_t clock_next;       /* 0 when not on it */
+	uint32_t mount;            /* index into mounts, when evictable */
+	uint32_t holds;            /* open files: their node's descriptor stays off the ring */
+	struct file_handle *handle;
+};
+
+/*
+ * open_by_handle_at needs a descriptor on the handle's mount (the mount, not
+ * just the filesystem: a read-only bind mount inside the backing directory
+ * must stay read-only), and not an O_PATH one: a directory opened for
+ * reading, the first one met on that mount (a walk enters a mount at its
+ * root directory). One per mount the live nodes are on, kept while any node
+ * on it lives; the mount id cannot be reused while we hold it.
+ */
+struct inode_mount {
+	int mount_id;
+	int fd;                    /* -1: entry unused */
+	uint32_t nodes;
 };
 
 struct inode_table {
@@ -35,7 +71,25 @@ struct inode_table {
 	uint32_t *buckets;         /* heads of hash chains, 0: empty */
 	uint32_t bucket_count;     /* power of two */
 	uint64_t live;
+	struct inode_mount *mounts;
+	uint32_t mount_count;
+	uint32_t clock_hand;       /* a slot on the ring, 0: ring empty */
+	uint32_t cached_fds;       /* slots on the ring */
+	uint32_t cached_fds_max;
 };
+
+/* Descriptors to close once the table lock is dropped (a last close can be slow). */
+struct fd_batch {
+	int fds[CLOSE_BATCH + 2];  /* + a node's fd and its mount's fd on forget */
+	uint32_t count;
+};
+
+static void fd_batch_close(struct fd_batch *b)
+{
+	for (uint32_t i = 0; i < b->count; i++)
+		close(b->fds[i]);
+	b->count = 0;
+}
 
 static struct inode_slot *slot_at(const struct inode_table *t, uint64_t id)
 {
@@ -110,8 +164,154 @@ static void chain_remove(struct inode_table *t, uint32_t id, const struct inode_
 		*link = s->next;
 }
 
+/* The clock ring, caller holds the lock. New entries go just behind the hand. */
+static void ring_insert(struct inode_table *t, uint32_t id, struct inode_slot *s)
+{
+	if (!t->clock_hand) {
+		s->clock_prev = s->clock_next = id;
+		t->clock_hand = id;
+	} else {
+		struct inode_slot *hand = slot_at(t, t->clock_hand);
+		s->clock_next = t->clock_hand;
+		s->clock_prev = hand->clock_prev;
+		slot_at(t, hand->clock_prev)->clock_next = id;
+		hand->clock_prev = id;
+	}
+	t->cached_fds++;
+}
+
+static void ring_remove(struct inode_table *t, uint32_t id, struct inode_slot *s)
+{
+	if (s->clock_next == id) {
+		t->clock_hand = 0;
+	} else {
+		slot_at(t, s->clock_prev)->clock_next = s->clock_next;
+		slot_at(t, s->clock_next)->clock_prev = s->clock_prev;
+		if (t->clock_hand == id)
+			t->clock_hand = s->clock_next;
+	}
+	s->clock_prev = s->clock_next = 0;
+	t->cached_fds--;
+}
+
+/* Caller holds the lock. Installs fd as the cached descriptor of an evictable slot. */
+static void cache_install(struct inode_table *t, uint32_t id, struct inode_slot *s, int fd)
+{
+	/* A fresh descriptor was wanted just now: one pass of the hand spares it. */
+	atomic_store_explicit(&s->referenced, true, memory_order_relaxed);
+	atomic_store(&s->fd, fd);
+	ring_insert(t, id, s);
+}
+
+/*
+ * Caller holds the lock. Moves the hand until at most target descriptors are
+ * cached or the batch is full; a referenced slot loses its mark and is passed,
+ * a pinned one is passed. Two turns of the ring at most, so a ring of pinned
+ * descriptors (more requests in flight than the bound) cannot spin it.
+ */
+static void clock_evict(struct inode_table *t, uint32_t target, struct fd_batch *b)
+{
+	uint64_t steps = 2 * (uint64_t)t->cached_fds;
+	while (t->cached_fds > target && b->count < CLOSE_BATCH && steps-- > 0) {
+		uint32_t id = t->clock_hand;
+		struct inode_slot *s = slot_at(t, id);
+		if (atomic_load_explicit(&s->referenced, memory_order_relaxed)) {
+			atomic_store_explicit(&s->referenced, false, memory_order_relaxed);
+			t->clock_hand = s->clock_next;
+			continue;
+		}
+		int fd = atomic_exchange(&s->fd, -1);
+		if (atomic_load(&s->pins) != 0) {
+			atomic_store(&s->fd, fd); /* in use: the getter read it before the swap */
+			t->clock_hand = s->clock_next;
+			continue;
+		}
+		ring_remove(t, id, s); /* moves the hand on */
+		b->fds[b->count++] = fd;
+	}
+}
+
+/*
+ * Caller holds the lock. The mount entry for mount_id with one more node on
+ * it, or -1: no entry yet and fd (the node's) is not a directory to anchor one.
+ */
+static int32_t mount_ref(struct inode_table *t, int mount_id, int fd, bool is_dir)
+{
+	int32_t unused = -1;
+	for (uint32_t i = 0; i < t->mount_count; i++) {
+		if (t->mounts[i].fd >= 0 && t->mounts[i].mount_id == mount_id) {
+			t->mounts[i].nodes++;
+			return (int32_t)i;
+		}
+		if (t->mounts[i].fd < 0 && unused < 0)
+			unused = (int32_t)i;
+	}
+	if (!is_dir)
+		return -1;
+	if (unused < 0) {
+		struct inode_mount *m = realloc(t->mounts, (t->mount_count + 1) * sizeof(*m));
+		if (!m)
+			return -1;
+		t->mounts = m;
+		unused = (int32_t)t->mount_count++;
+	}
+	int anchor = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (anchor < 0)
+		return -1;
+	t->mounts[unused] = (struct inode_mount){.mount_id = mount_id, .fd = anchor, .nodes = 1};
+	return unused;
+}
+
 /* Caller holds the lock. */
-static int slot_publish(struct inode_table *t, int fd, const struct stat *st, uint32_t *id_out)
+static void mount_unref(struct inode_table *t, uint32_t index, struct fd_batch *b)
+{
+	struct inode_mount *m = &t->mounts[index];
+	if (--m->nodes == 0) {
+		b->fds[b->count++] = m->fd;
+		m->fd = -1;
+	}
+}
+
+/* Room for any file handle. */
+struct handle_buf {
+	_Alignas(struct file_handle) unsigned char bytes[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+};
+
+/* fd's file handle and mount id, or NULL: the filesystem has no handles (EOPNOTSUPP). */
+static const struct file_handle *handle_of(int fd, struct handle_buf *buf, int *mount_id)
+{
+	struct file_handle *fh = (struct file_handle *)buf->bytes;
+	fh->handle_bytes = MAX_HANDLE_SZ;
+	return name_to_handle_at(fd, "", fh, mount_id, AT_EMPTY_PATH) == 0 ? fh : NULL;
+}
+
+/*
+ * Caller holds the lock. Takes fd's file handle, so that the descriptor can
+ * be evicted; filesystems without handles (EOPNOTSUPP) keep it pinned.
+ */
+static void slot_take_handle(struct inode_table *t, struct inode_slot *s, int fd)
+{
+	struct handle_buf buf;
+	int mount_id = 0;
+	const struct file_handle *fh = handle_of(fd, &buf, &mount_id);
+	if (!fh)
+		return;
+	size_t bytes = sizeof(*fh) + fh->handle_bytes;
+	s->handle = malloc(bytes);
+	int32_t mount = s->handle ? mount_ref(t, mount_id, fd, S_ISDIR(s->type)) : -1;
+	if (mount < 0) {
+		free(s->handle);
+		s->handle = NULL;
+		return;
+	}
+	memcpy(s->handle, fh, bytes);
+	s->mount = (uint32_t)mount;
+	s->evictable = true;
+}
+
+/* Caller holds the lock. */
+static int slot_publish(struct inode_table *t, int fd, const struct stat *st, bool pinned,
+			uint32_t *id_out)
 {
 	if (!t->free_head) {
 		int r = grow_slots(t);
@@ -131,16 +331,35 @@ static int slot_publish(struct inode_table *t, int fd, const struct stat *st, ui
 	s->ino = st->st_ino;
 	s->nlookup = 1;
 	s->generation++;
+	s->live = true;
+	s->evictable = false;
+	if (!pinned)
+		slot_take_handle(t, s, fd);
 	uint32_t h = hash_dev_ino(s->dev, s->ino, t->bucket_count);
 	s->next = t->buckets[h];
 	t->buckets[h] = id;
-	atomic_store_explicit(&s->fd, fd, memory_order_release);
+	if (s->evictable)
+		cache_install(t, id, s, fd);
+	else
+		atomic_store(&s->fd, fd);
 	t->live++;
 	*id_out = id;
 	return 0;
 }
 
-int inode_table_new(int root_fd, struct inode_table **out)
+/*
+ * The backing directory's mount gets its anchor now: its nodes below are
+ * mostly files, which cannot anchor one. The root holds it for good.
+ */
+static void root_mount_register(struct inode_table *t, int root_fd)
+{
+	struct handle_buf buf;
+	int mount_id = 0;
+	if (handle_of(root_fd, &buf, &mount_id))
+		mount_ref(t, mount_id, root_fd, true);
+}
+
+int inode_table_new(int root_fd, uint32_t cached_fds_max, struct inode_table **out)
 {
 	struct stat st;
 	if (fstatat(root_fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
@@ -149,11 +368,17 @@ int inode_table_new(int root_fd, struct inode_table **out)
 	if (!t)
 		return -ENOMEM;
 	pthread_mutex_init(&t->lock, NULL);
+	t->cached_fds_max = cached_fds_max ? cached_fds_max : 1;
 	uint32_t id = 0;
-	int r = slot_publish(t, root_fd, &st, &id);
+	/* The root stays open: every walk starts there. */
+	int r = slot_publish(t, root_fd, &st, true, &id);
+	if (r == 0)
+		root_mount_register(t, root_fd);
 	if (r == 0 && id != ROOT_NODE_ID)
 		r = -EINVAL; /* the free list hands out 1 first; anything else is a bug */
 	if (r) {
+		if (id == ROOT_NODE_ID)
+			atomic_store(&slot_at(t, id)->fd, -1); /* the caller still owns root_fd */
 		inode_table_free(t);
 		return r;
 	}
@@ -173,9 +398,14 @@ void inode_table_free(struct inode_table *t)
 			int fd = atomic_load(&chunk[i].fd);
 			if (fd >= 0)
 				close(fd);
+			free(chunk[i].handle);
 		}
 		free(chunk);
 	}
+	for (uint32_t i = 0; i < t->mount_count; i++)
+		if (t->mounts[i].fd >= 0)
+			close(t->mounts[i].fd);
+	free(t->mounts);
 	free(t->buckets);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
@@ -184,6 +414,7 @@ void inode_table_free(struct inode_table *t)
 int inode_table_insert(struct inode_table *t, int fd, const struct stat *st,
 		       uint64_t *node_id, uint64_t *generation)
 {
+	struct fd_batch b = {.count = 0};
 	pthread_mutex_lock(&t->lock);
 	uint32_t id = t->buckets[hash_dev_ino(st->st_dev, st->st_ino, t->bucket_count)];
 	struct inode_slot *s = NULL;
@@ -195,40 +426,129 @@ int inode_table_insert(struct inode_table *t, int fd, const struct stat *st,
 	}
 	int r = 0;
 	if (id) {
+		/*
+		 * Known node: its own descriptor (or handle) stays, so it keeps
+		 * the mount it was first found on.
+		 */
 		s->nlookup++;
-		close(fd);
+		b.fds[b.count++] = fd;
 	} else {
-		r = slot_publish(t, fd, st, &id);
+		r = slot_publish(t, fd, st, false, &id);
 		s = r ? NULL : slot_at(t, id);
 	}
 	if (s) {
 		*node_id = id;
 		*generation = s->generation;
 	}
+	clock_evict(t, t->cached_fds_max, &b);
 	pthread_mutex_unlock(&t->lock);
+	fd_batch_close(&b);
 	return r;
 }
 
-int inode_table_ref(struct inode_table *t, uint64_t node_id)
+/* fd_get's slow path: the descriptor was evicted (or the node is not live). */
+static int slot_reopen(struct inode_table *t, uint32_t id, struct inode_slot *s)
 {
-	int r = -ESTALE;
 	pthread_mutex_lock(&t->lock);
-	struct inode_slot *s = node_id < t->slots_allocated ? slot_at(t, node_id) : NULL;
-	if (s && atomic_load(&s->fd) >= 0) {
-		s->nlookup++;
-		r = 0;
+	int fd = s->live ? atomic_load(&s->fd) : -1;
+	if (fd >= 0 || !s->live || !s->evictable) {
+		pthread_mutex_unlock(&t->lock);
+		return fd >= 0 ? fd : -ESTALE;
+	}
+	/* Stable while the node is live, and our caller's request keeps it live. */
+	const struct file_handle *handle = s->handle;
+	int mount_fd = t->mounts[s->mount].fd;
+	pthread_mutex_unlock(&t->lock);
+
+	int fresh = open_by_handle_at(mount_fd, (struct file_handle *)handle, O_PATH | O_CLOEXEC);
+	if (fresh < 0 && (errno == EMFILE || errno == ENFILE) &&
+	    inode_table_fds_release(t, CLOSE_BATCH) > 0)
+		fresh = open_by_handle_at(mount_fd, (struct file_handle *)handle, O_PATH | O_CLOEXEC);
+	if (fresh < 0)
+		return errno == ENOENT ? -ESTALE : -errno;
+
+	struct fd_batch b = {.count = 0};
+	pthread_mutex_lock(&t->lock);
+	fd = atomic_load(&s->fd);
+	if (fd >= 0) {
+		b.fds[b.count++] = fresh; /* another getter reopened it first */
+	} else {
+		cache_install(t, id, s, fresh);
+		fd = fresh;
+		clock_evict(t, t->cached_fds_max, &b); /* our pin protects fresh */
 	}
 	pthread_mutex_unlock(&t->lock);
-	return r;
+	fd_batch_close(&b);
+	return fd;
 }
 
-int inode_table_fd(const struct inode_table *t, uint64_t node_id)
+int inode_table_fd_get(struct inode_table *t, uint64_t node_id)
 {
-	const struct inode_slot *s = node_id ? slot_at(t, node_id) : NULL;
+	struct inode_slot *s = node_id && node_id <= UINT32_MAX ? slot_at(t, node_id) : NULL;
 	if (!s)
 		return -ESTALE;
-	int fd = atomic_load_explicit(&((struct inode_slot *)s)->fd, memory_order_acquire);
-	return fd >= 0 ? fd : -ESTALE;
+	atomic_fetch_add(&s->pins, 1);
+	int fd = atomic_load(&s->fd);
+	if (fd >= 0) {
+		/* Read before write: a hot node's cache line is not dirtied on every get. */
+		if (!atomic_load_explicit(&s->referenced, memory_order_relaxed))
+			atomic_store_explicit(&s->referenced, true, memory_order_relaxed);
+		return fd;
+	}
+	fd = slot_reopen(t, (uint32_t)node_id, s);
+	if (fd < 0)
+		atomic_fetch_sub(&s->pins, 1);
+	return fd;
+}
+
+void inode_table_fd_put(struct inode_table *t, uint64_t node_id)
+{
+	atomic_fetch_sub_explicit(&slot_at(t, node_id)->pins, 1, memory_order_release);
+}
+
+int inode_table_fd_hold(struct inode_table *t, uint64_t node_id)
+{
+	int fd = inode_table_fd_get(t, node_id);
+	if (fd < 0)
+		return fd;
+	pthread_mutex_lock(&t->lock);
+	struct inode_slot *s = slot_at(t, node_id);
+	s->holds++;
+	if (s->clock_next)
+		ring_remove(t, (uint32_t)node_id, s);
+	pthread_mutex_unlock(&t->lock);
+	return fd;
+}
+
+void inode_table_fd_drop(struct inode_table *t, uint64_t node_id)
+{
+	struct fd_batch b = {.count = 0};
+	pthread_mutex_lock(&t->lock);
+	struct inode_slot *s = slot_at(t, node_id);
+	if (--s->holds == 0 && s->evictable) {
+		ring_insert(t, (uint32_t)node_id, s);
+		clock_evict(t, t->cached_fds_max, &b);
+	}
+	pthread_mutex_unlock(&t->lock);
+	fd_batch_close(&b);
+	inode_table_fd_put(t, node_id);
+}
+
+uint32_t inode_table_fds_release(struct inode_table *t, uint32_t count)
+{
+	uint32_t closed = 0;
+	for (;;) {
+		struct fd_batch b = {.count = 0};
+		pthread_mutex_lock(&t->lock);
+		uint32_t want = count - closed;
+		clock_evict(t, t->cached_fds > want ? t->cached_fds - want : 0, &b);
+		pthread_mutex_unlock(&t->lock);
+		closed += b.count;
+		bool more = b.count == CLOSE_BATCH && closed < count;
+		fd_batch_close(&b);
+		if (!more)
+			return closed;
+	}
 }
 
 mode_t inode_table_type(const struct inode_table *t, uint64_t node_id)
@@ -241,20 +561,31 @@ void inode_table_forget(struct inode_table *t, uint64_t node_id, uint64_t nlooku
 {
 	if (node_id == ROOT_NODE_ID)
 		return; /* the root is pinned for the life of the mount */
+	struct fd_batch b = {.count = 0};
 	pthread_mutex_lock(&t->lock);
 	struct inode_slot *s = node_id < t->slots_allocated ? slot_at(t, node_id) : NULL;
-	if (s && atomic_load(&s->fd) >= 0) {
+	if (s && s->live) {
 		s->nlookup = nlookup >= s->nlookup ? 0 : s->nlookup - nlookup;
 		if (s->nlookup == 0) {
 			chain_remove(t, (uint32_t)node_id, s);
+			if (s->clock_next)
+				ring_remove(t, (uint32_t)node_id, s);
 			int fd = atomic_exchange(&s->fd, -1);
-			close(fd);
+			if (fd >= 0)
+				b.fds[b.count++] = fd;
+			if (s->evictable)
+				mount_unref(t, s->mount, &b);
+			free(s->handle);
+			s->handle = NULL;
+			s->evictable = false;
+			s->live = false;
 			s->next = t->free_head;
 			t->free_head = (uint32_t)node_id;
 			t->live--;
 		}
 	}
 	pthread_mutex_unlock(&t->lock);
+	fd_batch_close(&b);
 }
 
 uint64_t inode_table_count(struct inode_table *t)

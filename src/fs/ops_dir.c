@@ -13,6 +13,7 @@ struct fs_dir {
 	DIR *stream;
 	off_t offset;          /* position the stream is at */
 	struct dirent *pending; /* read but not yet returned (did not fit) */
+	fuse_ino_t node_id;     /* its descriptor is held while the directory is open */
 };
 
 static struct fs_dir *dir_of(const struct fuse_file_info *fi)
@@ -22,33 +23,46 @@ static struct fs_dir *dir_of(const struct fuse_file_info *fi)
 
 static void dir_close(struct fs *fs, struct fs_handle *h)
 {
-	(void)fs;
 	struct fs_dir *d = (struct fs_dir *)h;
 	closedir(d->stream);
+	inode_table_fd_drop(fs->inodes, d->node_id);
 	free(d);
+}
+
+static int open_dir_at(struct fs *fs, int node_fd)
+{
+	int fd = openat(node_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && fs_reclaim_fds(fs, -errno))
+		fd = openat(node_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	int node_fd = inode_table_fd(fs_of(req)->inodes, ino);
+	struct fs *fs = fs_of(req);
+	int node_fd = inode_table_fd_hold(fs->inodes, ino);
 	if (node_fd < 0) {
 		fuse_reply_err(req, -node_fd);
 		return;
 	}
-	int fd = openat(node_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		fuse_reply_err(req, errno);
-		return;
-	}
-	struct fs_dir *d = calloc(1, sizeof(*d));
-	if (!d || !(d->stream = fdopendir(fd))) {
-		int e = d ? errno : ENOMEM;
+	int fd = open_dir_at(fs, node_fd);
+	struct fs_dir *d = NULL;
+	int e = 0;
+	if (fd < 0)
+		e = -fd;
+	else if (!(d = calloc(1, sizeof(*d))))
+		e = ENOMEM;
+	else if (!(d->stream = fdopendir(fd)))
+		e = errno;
+	if (e) {
 		free(d);
-		close(fd);
+		if (fd >= 0)
+			close(fd);
+		inode_table_fd_drop(fs->inodes, ino);
 		fuse_reply_err(req, e);
 		return;
 	}
-	struct fs *fs = fs_of(req);
+	d->node_id = ino;
 	d->handle.close = dir_close;
 	fs_handle_track(fs, &d->handle);
 	fi->fh = (uintptr_t)d;

@@ -38,16 +38,14 @@ void fs_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *f
 
 static int node_stat(struct fs *fs, fuse_ino_t ino, struct fuse_file_info *fi, struct stat *st)
 {
-	int r;
 	if (fi)
-		r = fstat(fs_file_of(fi)->data.fd, st);
-	else {
-		int fd = inode_table_fd(fs->inodes, ino);
-		if (fd < 0)
-			return fd;
-		r = fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
-	}
-	return r < 0 ? -errno : 0;
+		return fstat(fs_file_of(fi)->data.fd, st) < 0 ? -errno : 0;
+	int fd = inode_table_fd_get(fs->inodes, ino);
+	if (fd < 0)
+		return fd;
+	int r = fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	inode_table_fd_put(fs->inodes, ino);
+	return r;
 }
 
 void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -90,7 +88,7 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		   struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
-	int fd = inode_table_fd(fs->inodes, ino);
+	int fd = inode_table_fd_get(fs->inodes, ino);
 	if (fd < 0) {
 		fuse_reply_err(req, -fd);
 		return;
@@ -117,24 +115,29 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	if (r == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 				 FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)))
 		r = set_times(fd, is_symlink, fi, attr, to_set);
-	if (r < 0) {
-		fuse_reply_err(req, errno);
-		return;
-	}
-	fs_op_getattr(req, ino, fi);
+	int err = r < 0 ? errno : 0;
+	inode_table_fd_put(fs->inodes, ino);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fs_op_getattr(req, ino, fi);
 }
 
 void fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	int fd = inode_table_fd(fs_of(req)->inodes, ino);
+	struct inode_table *inodes = fs_of(req)->inodes;
+	int fd = inode_table_fd_get(inodes, ino);
 	if (fd < 0) {
 		fuse_reply_err(req, -fd);
 		return;
 	}
 	char buf[PATH_MAX + 1];
 	ssize_t n = readlinkat(fd, "", buf, sizeof(buf));
+	if (n < 0)
+		n = -errno;
+	inode_table_fd_put(inodes, ino);
 	if (n < 0) {
-		fuse_reply_err(req, errno);
+		fuse_reply_err(req, (int)-n);
 		return;
 	}
 	if ((size_t)n >= sizeof(buf)) {
@@ -179,14 +182,15 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		       enum make_kind kind, mode_t mode, dev_t rdev, const char *link)
 {
 	struct fs *fs = fs_of(req);
-	int pfd = inode_table_fd(fs->inodes, parent);
-	int r = pfd < 0 ? pfd : fs_check_name(name);
-	if (r) {
-		fuse_reply_err(req, -r);
+	int r = fs_check_name(name);
+	int pfd = r ? r : inode_table_fd_get(fs->inodes, parent);
+	if (pfd < 0) {
+		fuse_reply_err(req, -pfd);
 		return;
 	}
 	struct make_args a = {kind, pfd, name, mode, rdev, link};
 	r = fs_run_as_caller(req, make_op, &a);
+	inode_table_fd_put(fs->inodes, parent);
 	struct fuse_entry_param e;
 	if (r == 0)
 		r = fs_lookup_entry(fs, parent, name, &e);
@@ -218,11 +222,16 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	struct fs *fs = fs_of(req);
-	int fd = inode_table_fd(fs->inodes, ino);
-	int pfd = inode_table_fd(fs->inodes, newparent);
-	int r = fd < 0 ? fd : pfd < 0 ? pfd : fs_check_name(newname);
+	int r = fs_check_name(newname);
+	int fd = r ? r : inode_table_fd_get(fs->inodes, ino);
+	int pfd = fd < 0 ? fd : inode_table_fd_get(fs->inodes, newparent);
+	r = pfd < 0 ? pfd : 0;
 	if (r == 0 && linkat(fd, "", pfd, newname, AT_EMPTY_PATH) < 0)
 		r = -errno;
+	if (pfd >= 0)
+		inode_table_fd_put(fs->inodes, newparent);
+	if (fd >= 0)
+		inode_table_fd_put(fs->inodes, ino);
 	struct fuse_entry_param e;
 	if (r == 0)
 		r = fs_lookup_entry(fs, newparent, newname, &e);
@@ -234,10 +243,15 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 
 static void remove_entry(fuse_req_t req, fuse_ino_t parent, const char *name, int flags)
 {
-	int pfd = inode_table_fd(fs_of(req)->inodes, parent);
-	int r = pfd < 0 ? pfd : fs_check_name(name);
-	if (r == 0 && unlinkat(pfd, name, flags) < 0)
-		r = -errno;
+	struct inode_table *inodes = fs_of(req)->inodes;
+	int r = fs_check_name(name);
+	int pfd = r ? r : inode_table_fd_get(inodes, parent);
+	if (pfd < 0) {
+		fuse_reply_err(req, -pfd);
+		return;
+	}
+	r = unlinkat(pfd, name, flags) < 0 ? -errno : 0;
+	inode_table_fd_put(inodes, parent);
 	fuse_reply_err(req, -r);
 }
 
@@ -255,24 +269,34 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 		  const char *newname, unsigned int flags)
 {
 	struct fs *fs = fs_of(req);
-	int pfd = inode_table_fd(fs->inodes, parent);
-	int npfd = inode_table_fd(fs->inodes, newparent);
-	int r = pfd < 0 ? pfd : npfd < 0 ? npfd : fs_check_name(name);
+	int r = fs_check_name(name);
 	if (r == 0)
 		r = fs_check_name(newname);
+	int pfd = r ? r : inode_table_fd_get(fs->inodes, parent);
+	int npfd = pfd < 0 ? pfd : inode_table_fd_get(fs->inodes, newparent);
+	r = npfd < 0 ? npfd : 0;
 	if (r == 0 && renameat2(pfd, name, npfd, newname, flags) < 0)
 		r = -errno;
+	if (npfd >= 0)
+		inode_table_fd_put(fs->inodes, newparent);
+	if (pfd >= 0)
+		inode_table_fd_put(fs->inodes, parent);
 	fuse_reply_err(req, -r);
 }
 
 void fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-	int fd = inode_table_fd(fs_of(req)->inodes, ino);
-	struct statvfs sv;
-	if (fd < 0)
+	struct inode_table *inodes = fs_of(req)->inodes;
+	int fd = inode_table_fd_get(inodes, ino);
+	if (fd < 0) {
 		fuse_reply_err(req, -fd);
-	else if (fstatvfs(fd, &sv) < 0)
-		fuse_reply_err(req, errno);
+		return;
+	}
+	struct statvfs sv;
+	int err = fstatvfs(fd, &sv) < 0 ? errno : 0;
+	inode_table_fd_put(inodes, ino);
+	if (err)
+		fuse_reply_err(req, err);
 	else
 		fuse_reply_statfs(req, &sv);
 }
@@ -291,12 +315,15 @@ static int access_op(void *arg)
 /* Only reached without default_permissions; answers as the caller would be answered. */
 void fs_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
-	int fd = inode_table_fd(fs_of(req)->inodes, ino);
+	struct inode_table *inodes = fs_of(req)->inodes;
+	int fd = inode_table_fd_get(inodes, ino);
 	if (fd < 0) {
 		fuse_reply_err(req, -fd);
 		return;
 	}
 	struct access_args a = {.mask = mask};
 	fs_proc_path(fd, a.path);
-	fuse_reply_err(req, -fs_run_as_caller(req, access_op, &a));
+	int r = fs_run_as_caller(req, access_op, &a);
+	inode_table_fd_put(inodes, ino);
+	fuse_reply_err(req, -r);
 }

@@ -17,12 +17,14 @@ static bool mode_has_privs(mode_t mode)
 	return (mode & S_ISUID) || ((mode & S_ISGID) && (mode & S_IXGRP));
 }
 
-static struct fs_file *file_new(int fd, int flags, bool direct, fuse_req_t req)
+static struct fs_file *file_new(int fd, int flags, bool direct, fuse_req_t req,
+			       fuse_ino_t node_id)
 {
 	struct fs_file *f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	f->node_id = node_id;
 	f->data.fd = fd;
 	f->data.direct = direct;
 	f->data.sync_writes = (flags & O_DSYNC) != 0; /* O_SYNC includes the O_DSYNC bit */
@@ -40,6 +42,7 @@ static void file_close(struct fs *fs, struct fs_handle *h)
 	struct fs_file *f = (struct fs_file *)h;
 	fs->datapath->file_released(fs->datapath, &f->data);
 	close(f->data.fd);
+	inode_table_fd_drop(fs->inodes, f->node_id);
 	free(f);
 }
 
@@ -61,26 +64,36 @@ static void file_publish(struct fs *fs, struct fs_file *f)
  * backing filesystems refuse O_DIRECT: then the backing file is buffered but
  * the caller still bypasses the page cache of the mount.
  */
-static int reopen_backing(int node_fd, int flags)
+static int open_backing(const char *path, int flags)
 {
-	char path[FS_PROC_PATH_BYTES];
-	fs_proc_path(node_fd, path);
 	int fd = open(path, flags | O_CLOEXEC);
 	if (fd < 0 && errno == EINVAL && (flags & O_DIRECT))
 		fd = open(path, (flags & ~O_DIRECT) | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
 }
 
-static void reply_open(fuse_req_t req, struct fuse_file_info *fi, int fd, int flags)
+static int reopen_backing(struct fs *fs, int node_fd, int flags)
 {
+	char path[FS_PROC_PATH_BYTES];
+	fs_proc_path(node_fd, path);
+	int fd = open_backing(path, flags);
+	if (fd < 0 && fs_reclaim_fds(fs, fd))
+		fd = open_backing(path, flags);
+	return fd;
+}
+
+/* Takes over fd and the hold on ino's descriptor. */
+static void reply_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int fd, int flags)
+{
+	struct fs *fs = fs_of(req);
 	bool direct = flags & O_DIRECT;
-	struct fs_file *f = file_new(fd, flags, direct, req);
+	struct fs_file *f = file_new(fd, flags, direct, req, ino);
 	if (!f) {
 		close(fd);
+		inode_table_fd_drop(fs->inodes, ino);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	struct fs *fs = fs_of(req);
 	file_publish(fs, f);
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = direct;
@@ -105,18 +118,20 @@ static int backing_flags(const struct fs *fs, int flags)
 
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	int node_fd = inode_table_fd(fs_of(req)->inodes, ino);
+	struct fs *fs = fs_of(req);
+	int node_fd = inode_table_fd_hold(fs->inodes, ino);
 	if (node_fd < 0) {
 		fuse_reply_err(req, -node_fd);
 		return;
 	}
-	int flags = backing_flags(fs_of(req), fi->flags);
-	int fd = reopen_backing(node_fd, flags);
+	int flags = backing_flags(fs, fi->flags);
+	int fd = reopen_backing(fs, node_fd, flags);
 	if (fd < 0) {
+		inode_table_fd_drop(fs->inodes, ino);
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	reply_open(req, fi, fd, flags);
+	reply_open(req, ino, fi, fd, flags);
 }
 
 struct create_args {
@@ -140,16 +155,19 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		  struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
-	int pfd = inode_table_fd(fs->inodes, parent);
-	int r = pfd < 0 ? pfd : fs_check_name(name);
-	if (r) {
-		fuse_reply_err(req, -r);
+	int r = fs_check_name(name);
+	int pfd = r ? r : inode_table_fd_get(fs->inodes, parent);
+	if (pfd < 0) {
+		fuse_reply_err(req, -pfd);
 		return;
 	}
 	int flags = backing_flags(fs, fi->flags) | (fi->flags & O_EXCL) | O_CREAT | O_NOFOLLOW |
 		    O_CLOEXEC;
 	struct create_args a = {pfd, name, flags, mode, -1};
 	r = fs_run_as_caller(req, create_op, &a);
+	if (fs_reclaim_fds(fs, r)) /* nothing was created: retrying is safe */
+		r = fs_run_as_caller(req, create_op, &a);
+	inode_table_fd_put(fs->inodes, parent);
 	int fd = a.fd;
 	struct fuse_entry_param e;
 	if (r == 0)
@@ -160,19 +178,23 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, -r);
 		return;
 	}
-	struct fs_file *f = file_new(fd, flags, flags & O_DIRECT, req);
+	/* Held like an opened file's, so the file stays reachable if it is unlinked while open. */
+	int node_fd = inode_table_fd_hold(fs->inodes, e.ino);
+	struct fs_file *f = node_fd < 0 ? NULL : file_new(fd, flags, flags & O_DIRECT, req, e.ino);
 	if (!f) {
 		close(fd);
+		if (node_fd >= 0)
+			inode_table_fd_drop(fs->inodes, e.ino);
 		inode_table_forget(fs->inodes, e.ino, 1);
-		fuse_reply_err(req, ENOMEM);
+		fuse_reply_err(req, node_fd < 0 ? -node_fd : ENOMEM);
 		return;
 	}
 	file_publish(fs, f);
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = (flags & O_DIRECT) != 0;
 	if (fuse_reply_create(req, &e, fi) < 0) {
+		file_free(fs, f); /* drops its hold before the node can go */
 		inode_table_forget(fs->inodes, e.ino, 1);
-		file_free(fs, f);
 	}
 }
 

@@ -11,15 +11,14 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
-/* Fills path for ino, or returns a positive errno. */
-static int xattr_path(fuse_req_t req, fuse_ino_t ino, char path[FS_PROC_PATH_BYTES])
+/* Fills path for ino and gets its descriptor (the caller puts it), or returns a positive errno. */
+static int xattr_path(struct inode_table *inodes, fuse_ino_t ino, char path[FS_PROC_PATH_BYTES])
 {
-	struct fs *fs = fs_of(req);
-	int fd = inode_table_fd(fs->inodes, ino);
+	if (S_ISLNK(inode_table_type(inodes, ino)))
+		return ENOTSUP;
+	int fd = inode_table_fd_get(inodes, ino);
 	if (fd < 0)
 		return -fd;
-	if (S_ISLNK(inode_table_type(fs->inodes, ino)))
-		return ENOTSUP;
 	fs_proc_path(fd, path);
 	return 0;
 }
@@ -63,39 +62,57 @@ static ssize_t get_list(const char *path, const char *name, void *buf, size_t si
 
 void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+	struct inode_table *inodes = fs_of(req)->inodes;
 	char path[FS_PROC_PATH_BYTES];
-	int e = xattr_path(req, ino, path);
-	if (e)
+	int e = xattr_path(inodes, ino, path);
+	if (e) {
 		fuse_reply_err(req, e);
-	else
-		reply_sized(req, size, get_one, path, name);
+		return;
+	}
+	reply_sized(req, size, get_one, path, name);
+	inode_table_fd_put(inodes, ino);
 }
 
 void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
+	struct inode_table *inodes = fs_of(req)->inodes;
 	char path[FS_PROC_PATH_BYTES];
-	int e = xattr_path(req, ino, path);
-	if (e)
+	int e = xattr_path(inodes, ino, path);
+	if (e) {
 		fuse_reply_err(req, e);
-	else
-		reply_sized(req, size, get_list, path, NULL);
+		return;
+	}
+	reply_sized(req, size, get_list, path, NULL);
+	inode_table_fd_put(inodes, ino);
 }
 
 void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		    size_t size, int flags)
 {
+	struct inode_table *inodes = fs_of(req)->inodes;
 	char path[FS_PROC_PATH_BYTES];
-	int e = xattr_path(req, ino, path);
-	if (!e && setxattr(path, name, value, size, flags) < 0)
+	int e = xattr_path(inodes, ino, path);
+	if (e) {
+		fuse_reply_err(req, e);
+		return;
+	}
+	if (setxattr(path, name, value, size, flags) < 0)
 		e = errno;
+	inode_table_fd_put(inodes, ino);
 	fuse_reply_err(req, e);
 }
 
 void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
+	struct inode_table *inodes = fs_of(req)->inodes;
 	char path[FS_PROC_PATH_BYTES];
-	int e = xattr_path(req, ino, path);
-	if (!e && removexattr(path, name) < 0)
+	int e = xattr_path(inodes, ino, path);
+	if (e) {
+		fuse_reply_err(req, e);
+		return;
+	}
+	if (removexattr(path, name) < 0)
 		e = errno;
+	inode_table_fd_put(inodes, ino);
 	fuse_reply_err(req, e);
 }

@@ -1,0 +1,341 @@
+/*
+ * The inode table on its own, without a mount: the descriptor cache stays
+ * within its bound, reopens the same file from the handle, never closes a
+ * pinned descriptor, and reports ESTALE for a file deleted while evicted.
+ * Descriptors are counted in /proc/self/fd (Check runs each test in a fork).
+ */
+#include "mount_helper.h"
+
+#include "fusesched/inode.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FILES 300
+#define SMALL_BOUND 8
+/* The backing root's fd plus the anchor (a directory open for reading) of its mount. */
+#define TABLE_FIXED_FDS 2
+
+static char dir[256];
+static int dir_fd = -1;
+
+static void scratch_up(void)
+{
+	snprintf(dir, sizeof(dir), "%s/inode-XXXXXX", TEST_SCRATCH_DIR);
+	mkdir(TEST_SCRATCH_DIR, 0755);
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	char path[300];
+	for (int i = 0; i < FILES; i++) {
+		snprintf(path, sizeof(path), "%s/f%d", dir, i);
+		int fd = open(path, O_CREAT | O_WRONLY, 0644);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+	}
+	dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dir_fd, 0);
+}
+
+static void scratch_down(void)
+{
+	test_sh("umount '%s/sub' '%s/ro' 2>/dev/null; rm -rf '%s'", dir, dir, dir);
+}
+
+static struct inode_table *table_new(uint32_t bound)
+{
+	struct inode_table *t = NULL;
+	int root = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+	ck_assert_int_ge(root, 0);
+	ck_assert_int_eq(inode_table_new(root, bound, &t), 0);
+	return t;
+}
+
+/* Looks rel up below parent_fd as fs_lookup_entry does; returns the node id. */
+static uint64_t insert_at(struct inode_table *t, int parent_fd, const char *rel, struct stat *st)
+{
+	int fd = openat(parent_fd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW), 0);
+	uint64_t id = 0, generation = 0;
+	ck_assert_int_eq(inode_table_insert(t, fd, st, &id, &generation), 0);
+	return id;
+}
+
+static uint64_t ids[FILES];
+static ino_t inos[FILES];
+
+static void insert_all(struct inode_table *t)
+{
+	char rel[32];
+	for (int i = 0; i < FILES; i++) {
+		struct stat st;
+		snprintf(rel, sizeof(rel), "f%d", i);
+		ids[i] = insert_at(t, dir_fd, rel, &st);
+		inos[i] = st.st_ino;
+	}
+}
+
+static ino_t fd_ino(int fd)
+{
+	struct stat st;
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	return st.st_ino;
+}
+
+START_TEST(eviction_keeps_the_bound_and_reopens_the_same_file)
+{
+	int base_fds = test_count_fds(getpid());
+	struct inode_table *t = table_new(SMALL_BOUND);
+	insert_all(t);
+	ck_assert_uint_eq(inode_table_count(t), FILES + 1);
+	int limit = base_fds + TABLE_FIXED_FDS + SMALL_BOUND;
+	ck_assert_int_le(test_count_fds(getpid()), limit);
+	/* Every node, evicted or not, gives back its own file; the bound holds throughout. */
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < FILES; i++) {
+			int fd = inode_table_fd_get(t, ids[i]);
+			ck_assert_int_ge(fd, 0);
+			ck_assert_uint_eq(fd_ino(fd), inos[i]);
+			inode_table_fd_put(t, ids[i]);
+			ck_assert_int_le(test_count_fds(getpid()), limit);
+		}
+	/* EMFILE relief: every unpinned cached descriptor can be given back. */
+	ck_assert_uint_eq(inode_table_fds_release(t, 1000), SMALL_BOUND);
+	ck_assert_int_eq(test_count_fds(getpid()), base_fds + TABLE_FIXED_FDS);
+	ck_assert_uint_eq(inode_table_fds_release(t, 1000), 0);
+	for (int i = 0; i < FILES; i++)
+		inode_table_forget(t, ids[i], 1);
+	ck_assert_uint_eq(inode_table_count(t), 1);
+	ck_assert_int_eq(test_count_fds(getpid()), base_fds + TABLE_FIXED_FDS);
+	inode_table_free(t);
+	ck_assert_int_eq(test_count_fds(getpid()), base_fds);
+}
+END_TEST
+
+START_TEST(pinned_and_held_descriptors_are_not_evicted)
+{
+	struct inode_table *t = table_new(SMALL_BOUND);
+	insert_all(t);
+	int pinned = inode_table_fd_get(t, ids[0]);
+	int held = inode_table_fd_hold(t, ids[1]);
+	ck_assert_int_ge(pinned, 0);
+	ck_assert_int_ge(held, 0);
+	/* Churn the cache many times over its size. */
+	for (int round = 0; round < 3; round++)
+		for (int i = 2; i < FILES; i++) {
+			int fd = inode_table_fd_get(t, ids[i]);
+			ck_assert_int_ge(fd, 0);
+			inode_table_fd_put(t, ids[i]);
+		}
+	/* The pinned one counts in the bound but stays; the held one is outside it. */
+	ck_assert_uint_eq(inode_table_fds_release(t, 1000), SMALL_BOUND - 1);
+	/* Still open, still the same files: a closed number would have been reused. */
+	ck_assert_uint_eq(fd_ino(pinned), inos[0]);
+	ck_assert_uint_eq(fd_ino(held), inos[1]);
+	ck_assert_int_eq(inode_table_fd_get(t, ids[0]), pinned);
+	inode_table_fd_put(t, ids[0]);
+	inode_table_fd_put(t, ids[0]);
+	inode_table_fd_drop(t, ids[1]);
+	/* Unpinned now: they can go like any other. */
+	ck_assert_uint_eq(inode_table_fds_release(t, 1000), 2);
+	inode_table_free(t);
+}
+END_TEST
+
+START_TEST(deleted_while_evicted_is_estale)
+{
+	struct inode_table *t = table_new(SMALL_BOUND);
+	insert_all(t);
+	/* Evicted (the table gave back every cached descriptor), then deleted behind its back. */
+	ck_assert_uint_eq(inode_table_fds_release(t, 1000), SMALL_BOUND);
+	char path[300];
+	snprintf(path, sizeof(path), "%s/f0", dir);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(inode_table_fd_get(t, ids[0]), -ESTALE);
+	/* A held descriptor outlives the name, as an open file's node must. */
+	int held = inode_table_fd_hold(t, ids[1]);
+	ck_assert_int_ge(held, 0);
+	snprintf(path, sizeof(path), "%s/f1", dir);
+	ck_assert_int_eq(unlink(path), 0);
+	inode_table_fds_release(t, 1000);
+	int fd = inode_table_fd_get(t, ids[1]);
+	ck_assert_int_eq(fd, held);
+	struct stat st;
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_uint_eq(st.st_nlink, 0);
+	inode_table_fd_put(t, ids[1]);
+	inode_table_fd_drop(t, ids[1]);
+	/* Not live at all: a forgotten node. */
+	inode_table_forget(t, ids[2], 1);
+	ck_assert_int_eq(inode_table_fd_get(t, ids[2]), -ESTALE);
+	inode_table_free(t);
+}
+END_TEST
+
+START_TEST(directories_symlinks_and_other_mounts_reopen)
+{
+	ck_assert_int_eq(test_sh("mkdir '%s/sub' '%s/d' && ln -s target '%s/l' && "
+				 "mount -t tmpfs none '%s/sub' && echo x > '%s/sub/x' && "
+				 "mkdir '%s/ro' && echo r > '%s/ro/r' && mount --bind '%s/ro' '%s/ro' && "
+				 "mount -o remount,bind,ro '%s/ro'",
+				 dir, dir, dir, dir, dir, dir, dir, dir, dir, dir), 0);
+	struct inode_table *t = table_new(1);
+	struct stat st_d, st_l, st_sub, st_x, st_ro, st_r;
+	uint64_t d = insert_at(t, dir_fd, "d", &st_d);
+	uint64_t l = insert_at(t, dir_fd, "l", &st_l);
+	uint64_t sub = insert_at(t, dir_fd, "sub", &st_sub);
+	int sub_fd = inode_table_fd_get(t, sub);
+	ck_assert_int_ge(sub_fd, 0);
+	uint64_t x = insert_at(t, sub_fd, "x", &st_x);
+	inode_table_fd_put(t, sub);
+	uint64_t ro = insert_at(t, dir_fd, "ro", &st_ro);
+	int ro_fd = inode_table_fd_get(t, ro);
+	ck_assert_int_ge(ro_fd, 0);
+	uint64_t r = insert_at(t, ro_fd, "r", &st_r);
+	inode_table_fd_put(t, ro);
+	ck_assert_uint_ne(st_x.st_dev, st_d.st_dev);
+	inode_table_fds_release(t, 1000);
+
+	int fd = inode_table_fd_get(t, d);
+	ck_assert_uint_eq(fd_ino(fd), st_d.st_ino);
+	int child = openat(fd, "new", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	ck_assert_int_ge(child, 0); /* a reopened directory still resolves names */
+	close(child);
+	inode_table_fd_put(t, d);
+	inode_table_fds_release(t, 1000);
+
+	fd = inode_table_fd_get(t, l);
+	char target[16] = {0};
+	ck_assert_int_eq(readlinkat(fd, "", target, sizeof(target) - 1), 6);
+	ck_assert_str_eq(target, "target");
+	inode_table_fd_put(t, l);
+	inode_table_fds_release(t, 1000);
+
+	/* A node on a nested mount reopens through that mount's anchor. */
+	fd = inode_table_fd_get(t, x);
+	ck_assert_int_ge(fd, 0);
+	struct stat st;
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_uint_eq(st.st_dev, st_x.st_dev);
+	ck_assert_uint_eq(st.st_ino, st_x.st_ino);
+	inode_table_fd_put(t, x);
+	inode_table_fds_release(t, 1000);
+
+	/* ...and a read-only bind mount of the same filesystem stays read-only. */
+	fd = inode_table_fd_get(t, r);
+	ck_assert_int_ge(fd, 0);
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ck_assert_int_eq(open(proc, O_WRONLY | O_CLOEXEC), -1);
+	ck_assert_int_eq(errno, EROFS);
+	inode_table_fd_put(t, r);
+
+	/* The last node on a mount gone, its anchor goes: it can be unmounted. */
+	inode_table_forget(t, x, 1);
+	inode_table_forget(t, sub, 1);
+	ck_assert_int_eq(test_sh("umount '%s/sub'", dir), 0);
+	inode_table_free(t);
+	ck_assert_int_eq(test_sh("umount '%s/ro'", dir), 0);
+}
+END_TEST
+
+START_TEST(filesystems_without_handles_keep_descriptors)
+{
+	/* procfs has no file handles: its nodes stay open, whatever the bound. */
+	int proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(proc_fd, 0);
+	int base_fds = test_count_fds(getpid());
+	struct inode_table *t = NULL;
+	ck_assert_int_eq(inode_table_new(proc_fd, 1, &t), 0);
+	const char *names[] = {"meminfo", "cpuinfo", "uptime", "version", "stat", "filesystems"};
+	uint64_t node[6];
+	for (int i = 0; i < 6; i++) {
+		struct stat st;
+		node[i] = insert_at(t, proc_fd, names[i], &st);
+	}
+	ck_assert_uint_eq(inode_table_fds_release(t, 1000), 0);
+	ck_assert_int_eq(test_count_fds(getpid()), base_fds + 6);
+	for (int i = 0; i < 6; i++) {
+		ck_assert_int_ge(inode_table_fd_get(t, node[i]), 0);
+		inode_table_fd_put(t, node[i]);
+	}
+	inode_table_free(t);
+}
+END_TEST
+
+/*
+ * Readers pin and check their file while the cache churns under them: a
+ * descriptor closed (and its number reused) under a reader shows up as the
+ * wrong inode or EBADF.
+ */
+#define READERS 4
+#define READER_GETS 40000
+
+static struct inode_table *shared_table;
+static atomic_int reader_errors;
+
+static void *reader(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	for (int n = 0; n < READER_GETS; n++) {
+		int i = (int)(rand_r(&seed) % FILES);
+		int fd = inode_table_fd_get(shared_table, ids[i]);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0 || st.st_ino != inos[i])
+			atomic_fetch_add(&reader_errors, 1);
+		if (fd >= 0)
+			inode_table_fd_put(shared_table, ids[i]);
+	}
+	return NULL;
+}
+
+START_TEST(concurrent_gets_never_see_a_closed_descriptor)
+{
+	int base_fds = test_count_fds(getpid());
+	shared_table = table_new(SMALL_BOUND);
+	insert_all(shared_table);
+	pthread_t th[READERS];
+	for (uintptr_t i = 0; i < READERS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, reader, (void *)(i + 1)), 0);
+	for (int i = 0; i < READERS; i++)
+		pthread_join(th[i], NULL);
+	int errors = atomic_load(&reader_errors);
+	ck_assert_int_eq(errors, 0);
+	/* Pins all returned: the cache is back within its bound and fully releasable. */
+	inode_table_fds_release(shared_table, 1000);
+	ck_assert_int_eq(test_count_fds(getpid()), base_fds + TABLE_FIXED_FDS);
+	inode_table_free(shared_table);
+}
+END_TEST
+
+static Suite *inode_suite(void)
+{
+	Suite *s = suite_create("fs_inode");
+	TCase *tc = tcase_create("table");
+	tcase_add_checked_fixture(tc, scratch_up, scratch_down);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, eviction_keeps_the_bound_and_reopens_the_same_file);
+	tcase_add_test(tc, pinned_and_held_descriptors_are_not_evicted);
+	tcase_add_test(tc, deleted_while_evicted_is_estale);
+	tcase_add_test(tc, directories_symlinks_and_other_mounts_reopen);
+	tcase_add_test(tc, filesystems_without_handles_keep_descriptors);
+	tcase_add_test(tc, concurrent_gets_never_see_a_closed_descriptor);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(inode_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
