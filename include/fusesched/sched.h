@@ -60,7 +60,15 @@ enum sched_inject {
  * are let in only as far as virtual time says they are owed, so the gap is
  * not handed to them. 0: never hold. hold_min_inflight keeps a tenant of a
  * few requests (a depth-1 reader among many tenants, whose share of the
- * depth is 1) out of this: it is idled for or expired as before. */
+ * depth is 1) out of this: it is idled for or expired as before.
+ *
+ * away_window_ns: such a deep tenant whose requests have all come back
+ * (replied to; its callers have not sent the next ones yet, or wait for a
+ * CPU) is "away", not idle, for this long: it keeps its weight in the sum
+ * and its place in virtual time, so others may use the store meanwhile but
+ * are charged for it, and it gets the service it missed when it is back.
+ * It bounds how much a returning tenant can be owed: about this long of
+ * the others' service. 0: an emptied queue is idle at once (plain WF2Q+). */
 
 /* Every tunable. Defaults (sched_params_default) suit a daemon in front of a
  * fast parallel store where FUSE think times are tens of microseconds. */
@@ -89,6 +97,7 @@ struct sched_params {
 	bool charge_seeky_by_time;		/* true: seeky queues pay for time held */
 	uint32_t hold_depth_pct;		/* 50: see below */
 	uint32_t hold_min_inflight;		/* 4: ... and at least this many */
+	uint64_t away_window_ns;		/* 20 ms: see above */
 	uint32_t async_depth_pct;		/* 90: async share of max_inflight ... */
 	uint64_t async_sync_window_ns;		/* 100 ms: ... if sync I/O arrived this recently */
 };
@@ -107,7 +116,8 @@ struct sched_req {
 	/* private to the scheduler */
 	struct sched_req *next, *prev;
 	uint64_t enqueue_ns, dispatch_ns, charge_bytes;
-	uint32_t others_inflight, inflight_at_dispatch;
+	uint64_t store_share_start;	/* the scheduler's store_share clock at dispatch */
+	uint32_t others_inflight;
 };
 
 /* Read-only per-tenant counters, for `fusesched stat`. */

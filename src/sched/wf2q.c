@@ -146,12 +146,18 @@ void sched_wf2q_advance(struct wf2q *w, uint64_t service_bytes)
 	wf2q_migrate(w);
 }
 
-struct wf2q_entity *sched_wf2q_select(struct wf2q *w)
+void sched_wf2q_jump(struct wf2q *w, uint64_t vt)
 {
-	if (!w->heap[WF2Q_ELIGIBLE].n && w->heap[WF2Q_WAITING].n) {
-		w->vtime = w->heap[WF2Q_WAITING].v[0]->start_vt;
+	if (sched_wf2q_before(w->vtime, vt)) {
+		w->vtime = vt;
 		wf2q_migrate(w);
 	}
+}
+
+struct wf2q_entity *sched_wf2q_select(struct wf2q *w)
+{
+	if (!w->heap[WF2Q_ELIGIBLE].n && w->heap[WF2Q_WAITING].n)
+		sched_wf2q_jump(w, w->heap[WF2Q_WAITING].v[0]->start_vt);
 	return sched_wf2q_peek(w, WF2Q_ELIGIBLE);
 }
 

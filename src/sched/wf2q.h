@@ -53,6 +53,8 @@ void sched_wf2q_remove(struct wf2q *w, struct wf2q_entity *e);
 void sched_wf2q_reposition(struct wf2q *w, struct wf2q_entity *e);
 /* V += service / wsum, then entities that became eligible move over. */
 void sched_wf2q_advance(struct wf2q *w, uint64_t service_bytes);
+/* V moves forward to vt (never back); entities that became eligible move over. */
+void sched_wf2q_jump(struct wf2q *w, uint64_t vt);
 /* Smallest finish among eligible; if none is eligible, V first jumps to the
  * smallest start (WF2Q+: virtual time never waits for nobody). */
 struct wf2q_entity *sched_wf2q_select(struct wf2q *w);

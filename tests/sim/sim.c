@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum ev_type { EV_ARRIVE, EV_DONE, EV_TIMER, EV_HOST };
+enum ev_type { EV_ARRIVE, EV_DONE, EV_TIMER, EV_HOST, EV_REAP };
 
 struct sim_req {
 	struct sched_req sr;
@@ -13,7 +13,7 @@ struct sim_req {
 	int waiter_tenant;		/* journal request: whose job resumes after it */
 	uint32_t waiter_job;
 	uint64_t svc_ns;
-	struct sim_req *next;		/* free list, device FIFO */
+	struct sim_req *next;		/* free list, device FIFO, completion queue */
 };
 
 struct ev {
@@ -54,6 +54,8 @@ struct sim {
 	struct ev *host_q;		/* ring of follow-ups waiting for a host slot */
 	size_t host_head, host_n, host_cap;
 	uint32_t host_busy;
+	struct sim_req *cq_head, *cq_tail;	/* done at the store, not yet reaped */
+	bool reap_pending;
 	struct tstate ts[SIM_MAX_TENANTS];
 	int err;
 };
@@ -291,19 +293,12 @@ static void on_arrive(struct sim *m, const struct ev *e)
 	sched_enqueue(m->s, &r->sr, m->now_ns);
 }
 
-static void on_done(struct sim *m, struct sim_req *r)
+/* The reactor has seen the completion: the scheduler, the caller's reply. */
+static void reap_one(struct sim *m, struct sim_req *r)
 {
 	const struct sim_scenario *sc = m->sc;
 	const struct sim_tenant *tc = &sc->t[r->tenant];
 	struct tstate *ts = &m->ts[r->tenant];
-	m->dev_busy--;
-	if (m->dev_head) {
-		struct sim_req *nx = m->dev_head;
-		m->dev_head = nx->next;
-		if (!m->dev_head)
-			m->dev_tail = NULL;
-		dev_start(m, nx);
-	}
 	sched_complete(m->s, &r->sr, m->now_ns);
 	if (m->now_ns >= sc->warmup_ns) {
 		ts->ops++;
@@ -320,6 +315,48 @@ static void on_done(struct sim *m, struct sim_req *r)
 		follow_up(m, tc->think_ns, r->tenant, r->job, -1, 0);
 	r->next = m->free_reqs;
 	m->free_reqs = r;
+}
+
+static void on_reap(struct sim *m)
+{
+	m->reap_pending = false;
+	while (m->cq_head) {
+		struct sim_req *r = m->cq_head;
+		m->cq_head = r->next;
+		reap_one(m, r);
+	}
+	m->cq_tail = NULL;
+}
+
+/* The store is done with r: its slot goes to the next request at once; the
+ * scheduler hears of it when the reactor gets to run. */
+static void on_done(struct sim *m, struct sim_req *r)
+{
+	m->dev_busy--;
+	if (m->dev_head) {
+		struct sim_req *nx = m->dev_head;
+		m->dev_head = nx->next;
+		if (!m->dev_head)
+			m->dev_tail = NULL;
+		dev_start(m, nx);
+	}
+	if (!m->sc->host.reactor_wake_ns) {
+		reap_one(m, r);
+		return;
+	}
+	r->next = NULL;
+	if (m->cq_tail)
+		m->cq_tail->next = r;
+	else
+		m->cq_head = r;
+	m->cq_tail = r;
+	if (!m->reap_pending) {
+		m->reap_pending = true;
+		/* Sometimes a core is free at once, sometimes the reactor waits
+		 * out another thread's time slice: uniform in 0..2x. */
+		ev_push(m, (struct ev){ .at_ns = m->now_ns + jitter(m, m->sc->host.reactor_wake_ns, 100),
+					.type = EV_REAP });
+	}
 }
 
 static void pump(struct sim *m)
@@ -411,6 +448,9 @@ int sim_run(const struct sim_scenario *sc, const struct sched_params *p, struct 
 			break;
 		case EV_HOST:
 			on_host_done(&m, &e);
+			break;
+		case EV_REAP:
+			on_reap(&m);
 			break;
 		case EV_TIMER:
 			if (e.at_ns == m.timer_at_ns)

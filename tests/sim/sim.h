@@ -36,6 +36,13 @@ struct sim_device {
 struct sim_host {
 	uint32_t slots;
 	uint64_t ns;
+	/* The daemon's reactor thread competes for the same cores: woken by a
+	 * completion, it runs only reactor_wake_ns later (jittered), then
+	 * completes everything the store finished meanwhile in one batch, with
+	 * one timestamp, and dispatches after it. On the real mount under load
+	 * the whole dispatch depth completes in such a batch, and the next one
+	 * is dispatched at one instant. 0: every completion is seen at once. */
+	uint64_t reactor_wake_ns;
 };
 
 struct sim_tenant {
@@ -112,6 +119,8 @@ void sim_params_bfq_noinject(struct sched_params *p);
 void sim_params_bfq_noidle(struct sched_params *p);
 /* No holding the store for a deep tenant whose queue ran dry. */
 void sim_params_bfq_nohold(struct sched_params *p);
+/* A deep tenant whose requests all came back is idle at once. */
+void sim_params_bfq_noaway(struct sched_params *p);
 /* BFQ before think-time learning: a fixed window, no injection. */
 void sim_params_bfq_fixed_idle(struct sched_params *p);
 

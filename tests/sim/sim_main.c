@@ -21,10 +21,11 @@ static const struct policy policies[] = {
 	{ "bfq-noidle", sim_params_bfq_noidle },
 	{ "bfq-fixedidle", sim_params_bfq_fixed_idle },
 	{ "bfq-nohold", sim_params_bfq_nohold },
+	{ "bfq-noaway", sim_params_bfq_noaway },
 };
 
 enum { P_BFQ = 1 << 0, P_FIFO = 1 << 1, P_NOINJ = 1 << 2, P_NOIDLE = 1 << 3, P_FIXED = 1 << 4,
-       P_NOHOLD = 1 << 5 };
+       P_NOHOLD = 1 << 5, P_NOAWAY = 1 << 6 };
 
 static void print_result(const struct sim_scenario *sc, const char *policy, const struct sim_result *r)
 {
@@ -115,9 +116,9 @@ static int table(void)
 	sim_scenario_s4_weights(&sc, 3);
 	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOINJ);
 	sim_scenario_s4_fuse(&sc, 2);
-	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOHOLD);
+	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOHOLD | P_NOAWAY);
 	sim_scenario_s4_fuse(&sc, 3);
-	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOHOLD);
+	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOHOLD | P_NOAWAY);
 	sim_scenario_s5_sync_reader(&sc, 1, true);
 	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOINJ | P_NOIDLE);
 	sim_scenario_s5_sync_reader(&sc, 16, true);
