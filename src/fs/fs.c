@@ -243,6 +243,13 @@ void fs_op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/* No export support: file handles would bypass name resolution. */
 	conn->want &= ~FUSE_CAP_EXPORT_SUPPORT;
+	/*
+	 * No splice: replies come from engine buffers, not file descriptors, and
+	 * a spliced write request costs a pipe plus the same copy. Measured: the
+	 * daemon's CPU per GiB of 1 MiB direct reads and writes is the same
+	 * either way, so the plain path stays.
+	 */
+	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	if (fs->opts.max_write_bytes)
 		conn->max_write = fs->opts.max_write_bytes;
 	conn->max_readahead = conn->max_write;

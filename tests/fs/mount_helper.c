@@ -68,6 +68,12 @@ static void live_mounts_track(const struct test_mount *m, bool live)
 
 void test_mount_start(struct test_mount *m, const char *const *extra_args)
 {
+	test_mount_start_under(m, NULL, extra_args);
+}
+
+void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
+			    const char *const *extra_args)
+{
 	memset(m, 0, sizeof(*m));
 	/* Under the build tree, not /tmp: the backing must support user xattrs and O_DIRECT. */
 	snprintf(m->root, sizeof(m->root), "%s/mnt-XXXXXX", TEST_SCRATCH_DIR);
@@ -80,19 +86,26 @@ void test_mount_start(struct test_mount *m, const char *const *extra_args)
 	if (mkdir(m->backing, 0777) < 0 || mkdir(m->mnt, 0755) < 0)
 		die("mkdir");
 	chmod(m->backing, 01777); /* other users' tests create files in it */
-	const char *argv[32] = {FUSESCHED_BIN, "mount", m->backing, m->mnt, "-f"};
-	int argc = 5;
-	for (int i = 0; extra_args && extra_args[i] && argc < 31; i++)
+	const char *argv[64];
+	int argc = 0;
+	for (int i = 0; wrapper && wrapper[i] && argc < 32; i++)
+		argv[argc++] = wrapper[i];
+	const char *mount_args[] = {FUSESCHED_BIN, "mount", m->backing, m->mnt, "-f"};
+	for (size_t i = 0; i < sizeof(mount_args) / sizeof(mount_args[0]); i++)
+		argv[argc++] = mount_args[i];
+	for (int i = 0; extra_args && extra_args[i] && argc < 63; i++)
 		argv[argc++] = extra_args[i];
 	argv[argc] = NULL;
+	/* A wrapper (valgrind) starts slowly: wait up to 60 s instead of 10. */
+	int wait_polls = wrapper ? 6000 : 1000;
 	m->daemon_pid = fork();
 	if (m->daemon_pid < 0)
 		die("fork");
 	if (m->daemon_pid == 0) {
-		execv(argv[0], (char **)argv);
+		execvp(argv[0], (char **)argv);
 		_exit(127);
 	}
-	for (int i = 0; i < 1000; i++) {
+	for (int i = 0; i < wait_polls; i++) {
 		if (test_is_fuse_mount(m->mnt)) {
 			live_mounts_track(m, true);
 			/* Lowered once it runs: the daemon raises its own limit at start. */
@@ -111,7 +124,7 @@ void test_mount_start(struct test_mount *m, const char *const *extra_args)
 		}
 		nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
 	}
-	fprintf(stderr, "test_mount: %s did not appear within 10 s\n", m->mnt);
+	fprintf(stderr, "test_mount: %s did not appear within %d s\n", m->mnt, wait_polls / 100);
 	exit(99);
 }
 
@@ -121,14 +134,15 @@ int test_mount_stop(struct test_mount *m)
 	live_mounts_track(m, false);
 	if (m->daemon_pid > 0) {
 		test_sh("fusermount3 -u '%s' 2>/dev/null || umount -l '%s'", m->mnt, m->mnt);
-		for (int i = 0; i < 1000; i++) {
+		/* A hang guard only: valgrind's leak check at exit takes seconds. */
+		for (int i = 0; i < 6000; i++) {
 			pid_t r = waitpid(m->daemon_pid, &status, WNOHANG);
 			if (r == m->daemon_pid)
 				break;
 			if (r < 0) /* not our child (any more): nothing to reap or kill */
 				break;
 			nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
-			if (i == 999) {
+			if (i == 5999) {
 				kill(m->daemon_pid, SIGKILL);
 				waitpid(m->daemon_pid, &status, 0);
 			}

@@ -19,6 +19,9 @@ struct test_mount {
  * the daemon a hard descriptor limit of N.
  */
 void test_mount_start(struct test_mount *m, const char *const *extra_args);
+/* The same with the daemon run under a wrapper command (argv prefix, e.g. valgrind). */
+void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
+			    const char *const *extra_args);
 /* Unmounts, reaps the daemon, removes the directories; returns its exit status. */
 int test_mount_stop(struct test_mount *m);
 
