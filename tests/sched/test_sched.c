@@ -389,6 +389,124 @@ START_TEST(fsync_charged_by_time_held)
 }
 END_TEST
 
+/* A batch dispatched at one instant and reaped at one instant, as the
+ * loaded reactor does: every request held the store alike, so every one
+ * pays the same, whichever tenant was first in the batch. */
+START_TEST(time_charge_shared_within_batch)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 8);
+	struct sched_queue *q[2] = { queue(s, 1, 100), queue(s, 2, 100) };
+	struct sched_req r[8];
+	uint64_t now = 0;
+	for (int i = 0; i < 80; i++) {	/* random reads, 4 KiB in 10 us: seeky, rate learned */
+		req_init(&r[0], q[i % 2], SCHED_OP_READ, 4096);
+		sched_enqueue(s, &r[0], now);
+		ck_assert_ptr_eq(sched_dispatch(s, now), &r[0]);
+		sched_complete(s, &r[0], now += 10 * US);
+	}
+	struct sched_queue_stats before[2], after[2];
+	for (int k = 0; k < 2; k++)
+		sched_queue_stats(q[k], &before[k]);
+	for (int i = 0; i < 8; i++) {
+		req_init(&r[i], q[i / 4], SCHED_OP_READ, 4096);
+		sched_enqueue(s, &r[i], now);
+	}
+	struct sched_req *d[8];
+	for (int i = 0; i < 8; i++)
+		ck_assert_ptr_nonnull(d[i] = sched_dispatch(s, now));
+	now += 1000 * US;
+	for (int i = 0; i < 8; i++)
+		sched_complete(s, d[i], now);
+	uint64_t charged[2];
+	for (int k = 0; k < 2; k++) {
+		sched_queue_stats(q[k], &after[k]);
+		charged[k] = after[k].charged_bytes - before[k].charged_bytes;
+	}
+	ck_assert_uint_gt(charged[0], 4 * 4096 * 2);	/* charged by time, not bytes */
+	ck_assert_uint_eq(charged[0], charged[1]);
+	sched_free(s);
+}
+END_TEST
+
+/* Drives only what is queued, at depth 1, without refilling: a deep tenant's
+ * batch comes back and its callers do not send the next one. */
+static void drain(struct sched *s, uint64_t *now)
+{
+	for (int guard = 0; sched_pending(s) || sched_inflight(s); guard++) {
+		ck_assert_int_lt(guard, 1000);
+		struct sched_req *r = sched_dispatch(s, *now);
+		if (r) {
+			sched_complete(s, r, *now += 10 * US);
+			continue;
+		}
+		*now = sched_next_deadline(s);
+		ck_assert_uint_ne(*now, SCHED_DEADLINE_NONE);
+		sched_timer(s, *now);
+	}
+}
+
+/* A deep tenant whose whole batch is back with its callers is away, not
+ * idle: the other tenant may use the store meanwhile, but pays for it when
+ * the first one is back within away_window_ns; after the window, or with
+ * away_window_ns = 0, nobody is owed anything. */
+static void away_run(uint64_t away_window_ns, uint64_t gone_ns, uint64_t *got)
+{
+	struct sched_params p;
+	struct sched *s;
+	sched_params_default(&p);
+	p.max_inflight = 8;
+	p.budget_max_bytes = p.budget_initial_bytes;
+	p.away_window_ns = away_window_ns;
+	ck_assert_int_eq(sched_new(&p, &s), 0);
+	struct sched_queue *q[2] = { queue(s, 1, 100), queue(s, 2, 100) };
+	static struct sched_req pool[600];
+	uint64_t now = 0;
+	for (int i = 0; i < 8; i++) {	/* both deep: four each at the store at once */
+		req_init(&pool[i], q[i % 2], SCHED_OP_READ, 4096);
+		pool[i].sync = true;
+		sched_enqueue(s, &pool[i], now);
+	}
+	struct sched_req *d[8];
+	for (int i = 0; i < 8; i++)
+		ck_assert_ptr_nonnull(d[i] = sched_dispatch(s, now));
+	now += 100 * US;
+	for (int i = 0; i < 8; i++)
+		sched_complete(s, d[i], now);
+	/* b is back at once and alone for 500 requests (5 ms); a stays away */
+	for (int i = 0; i < 500; i++) {
+		req_init(&pool[i], q[1], SCHED_OP_READ, 4096);
+		pool[i].sync = true;
+		sched_enqueue(s, &pool[i], now);
+	}
+	drain(s, &now);
+	now += gone_ns;
+	if (now >= sched_next_deadline(s))
+		sched_timer(s, now);
+	for (int i = 0; i < 16; i++) {	/* both back, backlogged */
+		req_init(&pool[i], q[i % 2], SCHED_OP_READ, 4096);
+		pool[i].sync = true;
+		sched_enqueue(s, &pool[i], now);
+	}
+	got[0] = got[1] = 0;
+	run_backlogged(s, q, 2, 800, &now, got);
+	sched_free(s);
+}
+
+START_TEST(deep_tenant_away_keeps_place)
+{
+	uint64_t got[2];
+	away_run(20000 * US, 0, got);	/* a owed ~2 MB: ~600 of the next 800 */
+	ck_assert_msg(got[0] >= 2 * got[1], "back within the window: %lu vs %lu",
+		      (unsigned long)got[0], (unsigned long)got[1]);
+	away_run(0, 0, got);
+	ck_assert_msg(got[0] <= got[1] * 3 / 2 + 256 * 1024, "window 0: %lu vs %lu",
+		      (unsigned long)got[0], (unsigned long)got[1]);
+	away_run(20000 * US, 30000 * US, got);
+	ck_assert_msg(got[0] <= got[1] * 3 / 2 + 256 * 1024, "back after the window: %lu vs %lu",
+		      (unsigned long)got[0], (unsigned long)got[1]);
+}
+END_TEST
+
 /* ---- S6: the engine against a naive reference ---- */
 
 struct ref_ent {
@@ -614,6 +732,8 @@ int main(void)
 	tcase_add_test(tc, no_credit_for_staying_away);
 	tcase_add_test(tc, waker_detected);
 	tcase_add_test(tc, fsync_charged_by_time_held);
+	tcase_add_test(tc, time_charge_shared_within_batch);
+	tcase_add_test(tc, deep_tenant_away_keeps_place);
 	tcase_add_test(tc, s6_engine_matches_reference);
 	tcase_add_test(tc, s6_random_sequences_consistent);
 	suite_add_tcase(s, tc);
