@@ -26,7 +26,7 @@ struct sched_queue {
 	bool in_gap;				/* deep, out of service, queue dry, I/O at the store */
 	bool away;				/* deep, every request back with its callers */
 	uint64_t away_until_ns;
-	struct sched_queue *wnext, *wprev;	/* away list, by away_until_ns */
+	struct sched_queue *wnext, *wprev;	/* away list, by away_until_ns; parked in wq */
 	struct sched_req *head, *tail;
 	uint32_t pending, inflight;
 
@@ -469,6 +469,10 @@ static void queue_weight_drop(struct sched *s, struct sched_queue *q)
  * came out 3:1 to 7:1. */
 static void away_begin(struct sched *s, struct sched_queue *q, uint64_t now_ns)
 {
+	/* The in-service queue is parked when its slice ends (queue_expire):
+	 * its finish is settled only then. */
+	if (q != s->in_service)
+		sched_wf2q_park(&s->wq, &q->ent);
 	q->away = true;
 	q->away_until_ns = now_ns + s->p.away_window_ns;
 	q->wprev = s->away_tail;
@@ -492,6 +496,7 @@ static void away_unlink(struct sched *s, struct sched_queue *q)
 		s->away_tail = q->wprev;
 	q->wnext = q->wprev = NULL;
 	q->away = false;
+	sched_wf2q_remove(&s->wq, &q->ent);
 }
 
 /* The window passed: it is idle after all, and loses the place as any
@@ -502,20 +507,6 @@ static void away_end(struct sched *s, struct sched_queue *q)
 	q->deep = false;
 	queue_weight_drop(s, q);
 	queue_maybe_free(s, q);
-}
-
-/* The earliest place an away queue keeps, if it is before vt. */
-static bool away_place_before(const struct sched *s, uint64_t vt, uint64_t *place)
-{
-	bool found = false;
-	for (const struct sched_queue *q = s->away_head; q; q = q->wnext) {
-		if (sched_wf2q_before(q->ent.finish_vt, vt)) {
-			vt = q->ent.finish_vt;
-			found = true;
-		}
-	}
-	*place = vt;
-	return found;
 }
 
 /* back: the queue returns from being away, so it keeps its place even if V
@@ -579,6 +570,8 @@ static void queue_expire(struct sched *s, struct sched_queue *q, enum sched_expi
 		q->ent.finish_vt = q->ent.start_vt + sched_wf2q_vt_len(q->budget_bytes, q->ent.weight);
 		vt_note_finish(s, q);
 		sched_wf2q_insert(&s->wq, &q->ent);
+	} else if (q->away) {
+		sched_wf2q_park(&s->wq, &q->ent);
 	} else {
 		queue_weight_drop(s, q);
 		queue_maybe_free(s, q);
@@ -615,24 +608,12 @@ static void slice_begin_with(struct sched *s, struct sched_queue *q, uint64_t no
 	q->slice_service_bytes = 0;
 }
 
-/* WF2Q+: with nobody eligible, V jumps to the smallest start. Not past an
- * away queue's place, though: it is not eligible now only because it has
- * no request at hand, and whoever is served meanwhile is ahead of its share
- * (work conservation: the store is not left idle for it). */
+/* Away queues are parked in wq: V does not jump past their places, so a
+ * queue served while they are away may be served ahead of its time, and
+ * it is charged for that when they are back. */
 static struct sched_queue *slice_begin(struct sched *s, uint64_t now_ns)
 {
-	struct wf2q_entity *e = sched_wf2q_peek(&s->wq, WF2Q_ELIGIBLE);
-	uint64_t place;
-	if (!e && s->away_head) {
-		e = sched_wf2q_peek(&s->wq, WF2Q_WAITING);
-		if (e && away_place_before(s, e->start_vt, &place))
-			sched_wf2q_jump(&s->wq, place);
-		else if (e)
-			e = sched_wf2q_select(&s->wq);
-	} else if (!e) {
-		e = sched_wf2q_select(&s->wq);
-	}
-	struct sched_queue *q = queue_of(e);
+	struct sched_queue *q = queue_of(sched_wf2q_select(&s->wq));
 	if (q)
 		slice_begin_with(s, q, now_ns);
 	return q;

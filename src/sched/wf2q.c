@@ -11,14 +11,14 @@ void sched_wf2q_init(struct wf2q *w)
 
 void sched_wf2q_destroy(struct wf2q *w)
 {
-	free(w->heap[0].v);
-	free(w->heap[1].v);
+	for (int i = 0; i < WF2Q_NHEAPS; i++)
+		free(w->heap[i].v);
 	*w = (struct wf2q){ 0 };
 }
 
 int sched_wf2q_reserve(struct wf2q *w, size_t n)
 {
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < WF2Q_NHEAPS; i++) {
 		struct wf2q_heap *h = &w->heap[i];
 		if (h->cap >= n)
 			continue;
@@ -41,7 +41,7 @@ uint64_t sched_wf2q_vt_len(uint64_t bytes, uint32_t weight)
 
 static uint64_t entity_key(const struct wf2q_entity *e, int which)
 {
-	return which == WF2Q_ELIGIBLE ? e->finish_vt : e->start_vt;
+	return which == WF2Q_WAITING ? e->start_vt : e->finish_vt;
 }
 
 static bool entity_less(const struct wf2q_entity *a, const struct wf2q_entity *b, int which)
@@ -113,6 +113,11 @@ void sched_wf2q_insert(struct wf2q *w, struct wf2q_entity *e)
 	heap_push(&w->heap[which], e, which);
 }
 
+void sched_wf2q_park(struct wf2q *w, struct wf2q_entity *e)
+{
+	heap_push(&w->heap[WF2Q_PARKED], e, WF2Q_PARKED);
+}
+
 void sched_wf2q_remove(struct wf2q *w, struct wf2q_entity *e)
 {
 	if (e->heap_pos < 0)
@@ -124,8 +129,12 @@ void sched_wf2q_reposition(struct wf2q *w, struct wf2q_entity *e)
 {
 	if (e->heap_pos < 0)
 		return;
+	bool parked = e->heap_which == WF2Q_PARKED;
 	sched_wf2q_remove(w, e);
-	sched_wf2q_insert(w, e);
+	if (parked)
+		sched_wf2q_park(w, e);
+	else
+		sched_wf2q_insert(w, e);
 }
 
 static void wf2q_migrate(struct wf2q *w)
@@ -146,19 +155,22 @@ void sched_wf2q_advance(struct wf2q *w, uint64_t service_bytes)
 	wf2q_migrate(w);
 }
 
-void sched_wf2q_jump(struct wf2q *w, uint64_t vt)
+struct wf2q_entity *sched_wf2q_select(struct wf2q *w)
 {
+	struct wf2q_entity *e = sched_wf2q_peek(w, WF2Q_ELIGIBLE);
+	const struct wf2q_entity *wait = sched_wf2q_peek(w, WF2Q_WAITING);
+	if (e || !wait)
+		return e;
+	uint64_t vt = wait->start_vt;
+	const struct wf2q_entity *park = sched_wf2q_peek(w, WF2Q_PARKED);
+	if (park && sched_wf2q_before(park->finish_vt, vt))
+		vt = park->finish_vt;
 	if (sched_wf2q_before(w->vtime, vt)) {
 		w->vtime = vt;
 		wf2q_migrate(w);
 	}
-}
-
-struct wf2q_entity *sched_wf2q_select(struct wf2q *w)
-{
-	if (!w->heap[WF2Q_ELIGIBLE].n && w->heap[WF2Q_WAITING].n)
-		sched_wf2q_jump(w, w->heap[WF2Q_WAITING].v[0]->start_vt);
-	return sched_wf2q_peek(w, WF2Q_ELIGIBLE);
+	e = sched_wf2q_peek(w, WF2Q_ELIGIBLE);
+	return e ? e : sched_wf2q_peek(w, WF2Q_WAITING);
 }
 
 struct wf2q_entity *sched_wf2q_peek(const struct wf2q *w, int which)

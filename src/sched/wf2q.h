@@ -19,10 +19,12 @@ struct wf2q_entity {
 	uint64_t id;		/* tie-break, so the order is total and testable */
 	uint32_t weight;
 	int32_t heap_pos;	/* -1: in no heap */
-	uint8_t heap_which;	/* WF2Q_ELIGIBLE or WF2Q_WAITING */
+	uint8_t heap_which;	/* WF2Q_ELIGIBLE, WF2Q_WAITING or WF2Q_PARKED */
 };
 
-enum { WF2Q_ELIGIBLE, WF2Q_WAITING };
+/* Parked: nothing to serve now, but its place is kept (ordered by finish):
+ * V does not jump past it when nobody is eligible. */
+enum { WF2Q_ELIGIBLE, WF2Q_WAITING, WF2Q_PARKED, WF2Q_NHEAPS };
 
 struct wf2q_heap {
 	struct wf2q_entity **v;
@@ -30,11 +32,11 @@ struct wf2q_heap {
 };
 
 /* Eligible (start <= V) ordered by finish; waiting (start > V) by start:
- * both O(log N), so selection cost does not grow with the tenant count. */
+ * all O(log N), so selection cost does not grow with the tenant count. */
 struct wf2q {
 	uint64_t vtime;
 	uint64_t wsum;		/* weights of the active entities, set by the policy */
-	struct wf2q_heap heap[2];
+	struct wf2q_heap heap[WF2Q_NHEAPS];
 };
 
 void sched_wf2q_init(struct wf2q *w);
@@ -48,15 +50,16 @@ static inline int sched_wf2q_before(uint64_t a, uint64_t b)
 	return (int64_t)(a - b) < 0;
 }
 void sched_wf2q_insert(struct wf2q *w, struct wf2q_entity *e);
+void sched_wf2q_park(struct wf2q *w, struct wf2q_entity *e);
 void sched_wf2q_remove(struct wf2q *w, struct wf2q_entity *e);
 /* After e's tags changed. */
 void sched_wf2q_reposition(struct wf2q *w, struct wf2q_entity *e);
 /* V += service / wsum, then entities that became eligible move over. */
 void sched_wf2q_advance(struct wf2q *w, uint64_t service_bytes);
-/* V moves forward to vt (never back); entities that became eligible move over. */
-void sched_wf2q_jump(struct wf2q *w, uint64_t vt);
 /* Smallest finish among eligible; if none is eligible, V first jumps to the
- * smallest start (WF2Q+: virtual time never waits for nobody). */
+ * smallest start (WF2Q+: virtual time never waits for nobody), but not past
+ * a parked entity's finish: then the waiting entity with the smallest start
+ * is returned, served ahead of its time rather than leaving the store idle. */
 struct wf2q_entity *sched_wf2q_select(struct wf2q *w);
 struct wf2q_entity *sched_wf2q_peek(const struct wf2q *w, int which);
 
