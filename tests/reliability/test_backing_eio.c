@@ -5,6 +5,7 @@
  * every other file. fusesched over another FUSE filesystem is itself a
  * supported setup, so the passthrough part is checked too.
  */
+#include "leftovers.h"
 #include "mount_helper.h"
 
 #include <check.h>
@@ -36,8 +37,6 @@ struct stack {
 	pid_t eiofs_pid;
 	pid_t daemon_pid;
 };
-
-static struct stack *live_stack; /* taken down at exit, also after a failed assertion */
 
 static void sleep_ms(long ms)
 {
@@ -101,14 +100,7 @@ static int stack_down(struct stack *s)
 		test_sh("rm -rf '%s'", s->root);
 		s->root[0] = '\0';
 	}
-	live_stack = NULL;
 	return status;
-}
-
-static void stack_down_at_exit(void)
-{
-	if (live_stack)
-		stack_down(live_stack);
 }
 
 static void stack_up(struct stack *s)
@@ -117,6 +109,8 @@ static void stack_up(struct stack *s)
 	mkdir(TEST_SCRATCH_DIR, 0755);
 	snprintf(s->root, sizeof(s->root), "%s/eio-XXXXXX", TEST_SCRATCH_DIR);
 	ck_assert_ptr_nonnull(mkdtemp(s->root));
+	/* Taken down by the runner if the test fails (see leftovers.h); mnt first, then lower. */
+	leftovers_add_dir(s->root);
 	snprintf(s->source, sizeof(s->source), "%s/source", s->root);
 	snprintf(s->lower, sizeof(s->lower), "%s/lower", s->root);
 	snprintf(s->mnt, sizeof(s->mnt), "%s/mnt", s->root);
@@ -125,12 +119,8 @@ static void stack_up(struct stack *s)
 	ck_assert_int_eq(mkdir(s->source, 0755), 0);
 	ck_assert_int_eq(mkdir(s->lower, 0755), 0);
 	ck_assert_int_eq(mkdir(s->mnt, 0755), 0);
-	static bool registered;
-	if (!registered) {
-		atexit(stack_down_at_exit);
-		registered = true;
-	}
-	live_stack = s;
+	leftovers_add_mount(s->lower);
+	leftovers_add_mount(s->mnt);
 	const char *eiofs_argv[] = {EIOFS_BIN, s->source, s->lower, "-f", NULL};
 	s->eiofs_pid = spawn_logged(s->eiofs_log, eiofs_argv);
 	wait_for_mount(s->lower, s->eiofs_pid);
@@ -320,6 +310,7 @@ static Suite *backing_eio_suite(void)
 	Suite *s = suite_create("backing_eio");
 	TCase *tc = tcase_create("backing_eio");
 	tcase_set_timeout(tc, 120);
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_add_test(tc, backing_eio_reaches_callers_logged_daemon_keeps_serving);
 	tcase_add_test(tc, open_file_fails_with_eio_then_recovers_on_same_descriptor);
 	suite_add_tcase(s, tc);

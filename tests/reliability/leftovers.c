@@ -1,0 +1,124 @@
+/* What a failed test leaves behind, removed by the test runner: see leftovers.h. */
+#include "leftovers.h"
+
+#include "mount_helper.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LEFTOVERS_MAX 16
+#define LEFTOVER_PATH_BYTES 512
+/* A killed process leaves its cgroup a moment later. */
+#define CGROUP_EMPTY_WAIT_MS 10000
+
+struct leftovers {
+	int mounts, cgroups, dirs;
+	char mount[LEFTOVERS_MAX][LEFTOVER_PATH_BYTES];
+	char cgroup[LEFTOVERS_MAX][LEFTOVER_PATH_BYTES];
+	char dir[LEFTOVERS_MAX][LEFTOVER_PATH_BYTES];
+};
+
+static struct leftovers *shared;
+
+void leftovers_init(void)
+{
+	if (shared)
+		return;
+	void *p = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		perror("leftovers: mmap");
+		return;
+	}
+	shared = p;
+}
+
+static void add(char (*list)[LEFTOVER_PATH_BYTES], int *count, const char *path)
+{
+	if (!shared || *count >= LEFTOVERS_MAX)
+		return;
+	snprintf(list[*count], LEFTOVER_PATH_BYTES, "%s", path);
+	(*count)++;
+}
+
+void leftovers_add_mount(const char *path)
+{
+	if (shared)
+		add(shared->mount, &shared->mounts, path);
+}
+
+void leftovers_add_cgroup(const char *path)
+{
+	if (shared)
+		add(shared->cgroup, &shared->cgroups, path);
+}
+
+void leftovers_add_dir(const char *path)
+{
+	if (shared)
+		add(shared->dir, &shared->dirs, path);
+}
+
+static int kill_cgroup_members(const char *cgroup)
+{
+	char procs[LEFTOVER_PATH_BYTES + 16];
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgroup);
+	FILE *f = fopen(procs, "re");
+	if (!f)
+		return 0;
+	int pid, killed = 0;
+	while (fscanf(f, "%d", &pid) == 1)
+		killed += kill(pid, SIGKILL) == 0;
+	fclose(f);
+	return killed;
+}
+
+static bool is_mounted(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	char line[4096], mnt[4096];
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && strcmp(mnt, path) == 0;
+	fclose(f);
+	return found;
+}
+
+void leftovers_cleanup(void)
+{
+	if (!shared)
+		return;
+	int killed = 0, unmounted = 0;
+	for (int i = 0; i < shared->cgroups; i++)
+		killed += kill_cgroup_members(shared->cgroup[i]);
+	for (int i = shared->mounts - 1; i >= 0; i--) {
+		if (!is_mounted(shared->mount[i]))
+			continue;
+		test_sh("fusermount3 -u '%s' 2>/dev/null || umount -l '%s'", shared->mount[i], shared->mount[i]);
+		unmounted++;
+	}
+	for (int i = shared->cgroups - 1; i >= 0; i--) {
+		for (int waited_ms = 0; waited_ms < CGROUP_EMPTY_WAIT_MS; waited_ms += 10) {
+			if (rmdir(shared->cgroup[i]) == 0 || errno != EBUSY)
+				break;
+			kill_cgroup_members(shared->cgroup[i]);
+			nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
+		}
+	}
+	for (int i = shared->dirs - 1; i >= 0; i--) {
+		struct stat st;
+		if (stat(shared->dir[i], &st) == 0)
+			test_sh("rm -rf '%s'", shared->dir[i]);
+	}
+	if (killed || unmounted)
+		fprintf(stderr, "leftovers: a failed test left %d processes and %d mounts; removed\n", killed,
+			unmounted);
+	memset(shared, 0, sizeof(*shared));
+}
