@@ -4,13 +4,13 @@
  * writes) and two journals that publish, in shared memory, what was
  * acknowledged: a sequential one (write + fsync every few records) and a
  * deep one (16 O_DIRECT io_uring writes in flight at all times, so the
- * scheduler always holds some of its requests queued). The daemon gets
- * SIGTERM while all of them write. Required: it exits 0 and the mount is
- * gone (not left disconnected); every journal and fio ends with a clean
- * error instead of hanging; and every write acknowledged before the mount
- * went is on the backing directory with the right content. A daemon that
- * acknowledged queued writes and then dropped them at shutdown fails that
- * last check.
+ * daemon holds several requests of each tenant). The daemon gets SIGTERM
+ * while all of them write. Required: it exits 0 and the mount is gone (not
+ * left disconnected); every journal and fio ends with a clean error instead
+ * of hanging; and every write acknowledged before the mount went is on the
+ * backing directory with the right content. Run twice: default config, and
+ * with the scheduler's queues kept full, where a daemon that acknowledged
+ * queued writes and then dropped them at shutdown reliably fails.
  */
 #include "ctl_test_util.h"
 #include "leftovers.h"
