@@ -24,14 +24,9 @@
 /*
  * Five times this machine's RLIMIT_NOFILE (20000, no CAP_SYS_RESOURCE to
  * raise it): the kernel keeps every created inode, the daemon must not keep
- * a descriptor for each. Under the sanitizers a create costs several times
- * more, so fewer, still past the limit.
+ * a descriptor for each.
  */
-#ifdef FUSESCHED_SANITIZED
-#define FLOOD_CREATES 30000
-#else
 #define FLOOD_CREATES 100000
-#endif
 /*
  * The daemon caches node descriptors up to half its soft RLIMIT_NOFILE
  * (src/fs/fs.c); above that only its own descriptors, the three open files
