@@ -65,10 +65,12 @@ enum sched_inject {
  * away_window_ns: such a deep tenant whose requests have all come back
  * (replied to; its callers have not sent the next ones yet, or wait for a
  * CPU) is "away", not idle, for this long: it keeps its weight in the sum
- * and its place in virtual time, so others may use the store meanwhile but
- * are charged for it, and it gets the service it missed when it is back.
- * It bounds how much a returning tenant can be owed: about this long of
- * the others' service. 0: an emptied queue is idle at once (plain WF2Q+). */
+ * and its place in virtual time. Others may run ahead of it by one slice
+ * of their own meanwhile (charged for it: it gets that back when it
+ * returns), then the store waits for it until it is back or the window
+ * ends. Through FUSE on a loaded host the CPU, not the store, is what the
+ * tenants share: what the others would get in the gap is CPU its callers
+ * need to come back. 0: an emptied queue is idle at once (plain WF2Q+). */
 
 /* Every tunable. Defaults (sched_params_default) suit a daemon in front of a
  * fast parallel store where FUSE think times are tens of microseconds. */

@@ -462,11 +462,15 @@ static void queue_weight_drop(struct sched *s, struct sched_queue *q)
  * (the whole batch completed and was replied to; its callers have not sent
  * the next yet, or are waiting for a CPU on a loaded host). It is still
  * saturating, not idle: for away_window_ns it keeps its weight in the sum
- * and its place in virtual time, and V does not jump past that place, so
- * what others are served meanwhile is charged against their share, not
- * against its. On the real mount a light tenant took the heavy one's share
- * in every such gap, often several per millisecond under load, and 8:1
- * came out 3:1 to 7:1. */
+ * and its place in virtual time (parked in wq), and V does not jump past
+ * that place, so what others are served meanwhile is charged against their
+ * share, not against its; none runs more than a slice ahead of it
+ * (sched_wf2q_early_ok). On the real mount a light tenant took the heavy
+ * one's share in every such gap, often several per millisecond under load,
+ * and 8:1 came out 3:1 to 7:1; with the place kept but the others free to
+ * run ahead without bound, one stall past the window still wiped out all
+ * they were ahead (8:1 at 6.4-7.4 with two CPU hogs running, 7.7-8.7 with
+ * the bound). */
 static void away_begin(struct sched *s, struct sched_queue *q, uint64_t now_ns)
 {
 	/* The in-service queue is parked when its slice ends (queue_expire):
@@ -609,8 +613,8 @@ static void slice_begin_with(struct sched *s, struct sched_queue *q, uint64_t no
 }
 
 /* Away queues are parked in wq: V does not jump past their places, so a
- * queue served while they are away may be served ahead of its time, and
- * it is charged for that when they are back. */
+ * queue served while they are away is served ahead of its time (at most a
+ * slice), and it is charged for that when they are back. */
 static struct sched_queue *slice_begin(struct sched *s, uint64_t now_ns)
 {
 	struct sched_queue *q = queue_of(sched_wf2q_select(&s->wq));
@@ -735,7 +739,7 @@ static struct sched_req *inject(struct sched *s, struct sched_queue *g, uint64_t
 	struct wf2q_entity *e = sched_wf2q_peek(&s->wq, WF2Q_ELIGIBLE);
 	if (!e) {	/* work conservation: over-served queues may use what nobody else can */
 		e = sched_wf2q_peek(&s->wq, WF2Q_WAITING);
-		if (e && gap_guarded(s, queue_of(e)))
+		if (e && (gap_guarded(s, queue_of(e)) || !sched_wf2q_early_ok(&s->wq, e)))
 			return NULL;
 	}
 	if (!e || !queue_head_fits(s, queue_of(e), now_ns))

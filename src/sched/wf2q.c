@@ -155,6 +155,14 @@ void sched_wf2q_advance(struct wf2q *w, uint64_t service_bytes)
 	wf2q_migrate(w);
 }
 
+bool sched_wf2q_early_ok(const struct wf2q *w, const struct wf2q_entity *e)
+{
+	const struct wf2q_entity *park = sched_wf2q_peek(w, WF2Q_PARKED);
+	if (!park || !sched_wf2q_before(park->finish_vt, e->start_vt))
+		return true;
+	return !sched_wf2q_before(e->finish_vt - e->start_vt, e->start_vt - w->vtime);
+}
+
 struct wf2q_entity *sched_wf2q_select(struct wf2q *w)
 {
 	struct wf2q_entity *e = sched_wf2q_peek(w, WF2Q_ELIGIBLE);
@@ -170,7 +178,10 @@ struct wf2q_entity *sched_wf2q_select(struct wf2q *w)
 		wf2q_migrate(w);
 	}
 	e = sched_wf2q_peek(w, WF2Q_ELIGIBLE);
-	return e ? e : sched_wf2q_peek(w, WF2Q_WAITING);
+	if (e)
+		return e;
+	e = sched_wf2q_peek(w, WF2Q_WAITING);
+	return sched_wf2q_early_ok(w, e) ? e : NULL;
 }
 
 struct wf2q_entity *sched_wf2q_peek(const struct wf2q *w, int which)
