@@ -38,7 +38,9 @@ static uint32_t cached_fds_default(void)
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
 		return CACHED_FDS_CAP;
 	rlim_t half = rl.rlim_cur / 2;
-	return half > CACHED_FDS_CAP ? CACHED_FDS_CAP : half < CACHED_FDS_FLOOR ? CACHED_FDS_FLOOR : (uint32_t)half;
+	if (half > CACHED_FDS_CAP)
+		return CACHED_FDS_CAP;
+	return half < CACHED_FDS_FLOOR ? CACHED_FDS_FLOOR : (uint32_t)half;
 }
 
 int fs_new(const struct fs_options *o, struct datapath *dp, struct fs **out,

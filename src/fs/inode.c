@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 /*
@@ -25,10 +26,12 @@
  * descriptor without taking the table lock while writers add chunks.
  */
 #define SLOTS_PER_CHUNK 4096u
-#define MAX_CHUNKS 65536u          /* 268M nodes: far past any memory */
+#define MAX_CHUNKS 65536u          /* 268M nodes: far past what memory holds */
 #define ROOT_NODE_ID 1u
 /* Descriptors closed per lock hold; they are closed after the lock is dropped. */
 #define CLOSE_BATCH 64u
+#define NO_MOUNT UINT32_MAX
+#define FUSE_SUPER_MAGIC 0x65735546
 
 struct inode_slot {
 	_Atomic int fd;            /* cached O_PATH descriptor; -1 when evicted or free */
@@ -44,7 +47,7 @@ struct inode_slot {
 	uint32_t next;             /* hash chain, or free list when free */
 	uint32_t clock_prev;       /* ring of evictable slots holding a descriptor; */
 	uint32_t clock_next;       /* 0 when not on it */
-	uint32_t mount;            /* index into mounts, when evictable */
+	uint32_t mount;            /* index into mounts, or NO_MOUNT */
 	uint32_t holds;            /* open files: their node's descriptor stays off the ring */
 	struct file_handle *handle;
 };
@@ -59,8 +62,13 @@ struct inode_slot {
  */
 struct inode_mount {
 	int mount_id;
-	int fd;                    /* -1: entry unused */
-	uint32_t nodes;
+	/*
+	 * -1: handles on this mount do not reopen reliably, its nodes keep their
+	 * descriptors. FUSE hands out handles but, unless its server supports
+	 * export, decodes them only while the inode is still cached.
+	 */
+	int fd;
+	uint32_t nodes;            /* 0: entry unused */
 };
 
 struct inode_table {
@@ -164,7 +172,7 @@ static void chain_remove(struct inode_table *t, uint32_t id, const struct inode_
 		*link = s->next;
 }
 
-/* The clock ring, caller holds the lock. New entries go just behind the hand. */
+/* The clock ring (caller holds the lock). New entries go just behind the hand. */
 static void ring_insert(struct inode_table *t, uint32_t id, struct inode_slot *s)
 {
 	if (!t->clock_hand) {
@@ -220,9 +228,13 @@ static void clock_evict(struct inode_table *t, uint32_t target, struct fd_batch 
 			t->clock_hand = s->clock_next;
 			continue;
 		}
+		if (atomic_load(&s->pins) != 0) { /* in use: do not even hide it */
+			t->clock_hand = s->clock_next;
+			continue;
+		}
 		int fd = atomic_exchange(&s->fd, -1);
 		if (atomic_load(&s->pins) != 0) {
-			atomic_store(&s->fd, fd); /* in use: the getter read it before the swap */
+			atomic_store(&s->fd, fd); /* a getter read it before the swap */
 			t->clock_hand = s->clock_next;
 			continue;
 		}
@@ -239,11 +251,11 @@ static int32_t mount_ref(struct inode_table *t, int mount_id, int fd, bool is_di
 {
 	int32_t unused = -1;
 	for (uint32_t i = 0; i < t->mount_count; i++) {
-		if (t->mounts[i].fd >= 0 && t->mounts[i].mount_id == mount_id) {
+		if (t->mounts[i].nodes && t->mounts[i].mount_id == mount_id) {
 			t->mounts[i].nodes++;
 			return (int32_t)i;
 		}
-		if (t->mounts[i].fd < 0 && unused < 0)
+		if (!t->mounts[i].nodes && unused < 0)
 			unused = (int32_t)i;
 	}
 	if (!is_dir)
@@ -258,6 +270,11 @@ static int32_t mount_ref(struct inode_table *t, int mount_id, int fd, bool is_di
 	int anchor = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (anchor < 0)
 		return -1;
+	struct statfs sfs;
+	if (fstatfs(anchor, &sfs) < 0 || sfs.f_type == FUSE_SUPER_MAGIC) {
+		close(anchor);
+		anchor = -1;
+	}
 	t->mounts[unused] = (struct inode_mount){.mount_id = mount_id, .fd = anchor, .nodes = 1};
 	return unused;
 }
@@ -266,7 +283,7 @@ static int32_t mount_ref(struct inode_table *t, int mount_id, int fd, bool is_di
 static void mount_unref(struct inode_table *t, uint32_t index, struct fd_batch *b)
 {
 	struct inode_mount *m = &t->mounts[index];
-	if (--m->nodes == 0) {
+	if (--m->nodes == 0 && m->fd >= 0) {
 		b->fds[b->count++] = m->fd;
 		m->fd = -1;
 	}
@@ -287,25 +304,25 @@ static const struct file_handle *handle_of(int fd, struct handle_buf *buf, int *
 
 /*
  * Caller holds the lock. Takes fd's file handle, so that the descriptor can
- * be evicted; filesystems without handles (EOPNOTSUPP) keep it pinned.
+ * be evicted; without a handle that reopens (EOPNOTSUPP, FUSE, no anchor for
+ * the mount) the descriptor stays for the node's lifetime.
  */
 static void slot_take_handle(struct inode_table *t, struct inode_slot *s, int fd)
 {
 	struct handle_buf buf;
 	int mount_id = 0;
 	const struct file_handle *fh = handle_of(fd, &buf, &mount_id);
-	if (!fh)
+	int32_t mount = fh ? mount_ref(t, mount_id, fd, S_ISDIR(s->type)) : -1;
+	if (mount < 0)
+		return;
+	s->mount = (uint32_t)mount;
+	if (t->mounts[mount].fd < 0)
 		return;
 	size_t bytes = sizeof(*fh) + fh->handle_bytes;
 	s->handle = malloc(bytes);
-	int32_t mount = s->handle ? mount_ref(t, mount_id, fd, S_ISDIR(s->type)) : -1;
-	if (mount < 0) {
-		free(s->handle);
-		s->handle = NULL;
+	if (!s->handle)
 		return;
-	}
 	memcpy(s->handle, fh, bytes);
-	s->mount = (uint32_t)mount;
 	s->evictable = true;
 }
 
@@ -333,6 +350,7 @@ static int slot_publish(struct inode_table *t, int fd, const struct stat *st, bo
 	s->generation++;
 	s->live = true;
 	s->evictable = false;
+	s->mount = NO_MOUNT;
 	if (!pinned)
 		slot_take_handle(t, s, fd);
 	uint32_t h = hash_dev_ino(s->dev, s->ino, t->bucket_count);
@@ -377,8 +395,8 @@ int inode_table_new(int root_fd, uint32_t cached_fds_max, struct inode_table **o
 	if (r == 0 && id != ROOT_NODE_ID)
 		r = -EINVAL; /* the free list hands out 1 first; anything else is a bug */
 	if (r) {
-		if (id == ROOT_NODE_ID)
-			atomic_store(&slot_at(t, id)->fd, -1); /* the caller still owns root_fd */
+		if (id)
+			atomic_store(&slot_at(t, id)->fd, -1); /* on failure root_fd stays the caller's */
 		inode_table_free(t);
 		return r;
 	}
@@ -573,7 +591,7 @@ void inode_table_forget(struct inode_table *t, uint64_t node_id, uint64_t nlooku
 			int fd = atomic_exchange(&s->fd, -1);
 			if (fd >= 0)
 				b.fds[b.count++] = fd;
-			if (s->evictable)
+			if (s->mount != NO_MOUNT)
 				mount_unref(t, s->mount, &b);
 			free(s->handle);
 			s->handle = NULL;
