@@ -155,12 +155,17 @@ void sched_wf2q_advance(struct wf2q *w, uint64_t service_bytes)
 	wf2q_migrate(w);
 }
 
+bool sched_wf2q_ahead_ok(const struct wf2q *w, const struct wf2q_entity *e)
+{
+	return !sched_wf2q_before(e->finish_vt - e->start_vt, e->start_vt - w->vtime);
+}
+
 bool sched_wf2q_early_ok(const struct wf2q *w, const struct wf2q_entity *e)
 {
 	const struct wf2q_entity *park = sched_wf2q_peek(w, WF2Q_PARKED);
 	if (!park || !sched_wf2q_before(park->finish_vt, e->start_vt))
 		return true;
-	return !sched_wf2q_before(e->finish_vt - e->start_vt, e->start_vt - w->vtime);
+	return sched_wf2q_ahead_ok(w, e);
 }
 
 struct wf2q_entity *sched_wf2q_select(struct wf2q *w)

@@ -57,10 +57,13 @@ void sched_wf2q_remove(struct wf2q *w, struct wf2q_entity *e);
 void sched_wf2q_reposition(struct wf2q *w, struct wf2q_entity *e);
 /* V += service / wsum, then entities that became eligible move over. */
 void sched_wf2q_advance(struct wf2q *w, uint64_t service_bytes);
+/* Waiting entity e is not more than one slice of its own (finish - start)
+ * ahead of V. */
+bool sched_wf2q_ahead_ok(const struct wf2q *w, const struct wf2q_entity *e);
 /* Whether waiting entity e may be served now although V has not reached its
  * start: yes unless a parked entity's finish comes first (V could not jump
- * to e) and e is already more than one slice of its own (finish - start)
- * ahead of V. What a parked entity is owed back thus stays bounded. */
+ * to e) and e is not sched_wf2q_ahead_ok. What a parked entity is owed back
+ * thus stays bounded. */
 bool sched_wf2q_early_ok(const struct wf2q *w, const struct wf2q_entity *e);
 /* Smallest finish among eligible; if none is eligible, V first jumps to the
  * smallest start (WF2Q+: virtual time never waits for nobody), but not past
