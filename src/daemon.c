@@ -181,10 +181,11 @@ static int preflight(const struct daemon_options *o)
 }
 
 /*
- * Each inode the kernel holds pins a descriptor, and the kernel holds one
- * for every cached dentry: a tree of 100,000 files needs 100,000. As root,
- * take the system's ceiling (fs.nr_open); otherwise the hard limit. Past it
- * callers get EMFILE, not a crash. Runs before CAP_SYS_RESOURCE is dropped.
+ * Every file open through the mount costs two descriptors (its own and its
+ * inode's), and the inode table caches up to half the soft limit (inode.h).
+ * As root, take the system's ceiling (fs.nr_open); otherwise the hard limit.
+ * Past it callers get EMFILE, not a crash. Runs before CAP_SYS_RESOURCE is
+ * dropped.
  */
 static void raise_nofile_limit(void)
 {
