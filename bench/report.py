@@ -386,7 +386,12 @@ def main():
     rows_path = os.path.join(out, "rows.tsv")
     if os.path.exists(rows_path) and os.path.getsize(rows_path) > 0:
         single_lines, single_json, single_goals = table.single_table(rows_path)
-        lines += ["### Single tenant", ""] + single_lines
+        rounds = table.rounds_of(rows_path)
+        lines += ["### Single tenant", ""]
+        if rounds > 1:
+            lines += [f"Median of {rounds} rounds; each round ran every variant, starting one "
+                      "variant later than the round before (each run's numbers are in rows.tsv).", ""]
+        lines += single_lines
         if single_goals:
             measured = [(r, name) for name, r in single_goals if r is not None]
             unmeasured = [name for name, r in single_goals if r is None]

@@ -2,24 +2,46 @@
 """Turns bench rows (TSV: row, unit, variant, value, p99_us) into one markdown
 table with each fusesched variant's ratio to passthrough_ll and to raw, and a
 goal column: fusesched-bfq at least as fast as passthrough_ll (every row is
-higher-is-better). As a program it also writes a JSON copy."""
+higher-is-better). A row run several times (rounds) shows the median value
+and the median p99 of its runs. As a program it also writes a JSON copy."""
 import collections
 import json
+import statistics
 import sys
 
 GOAL_VARIANT = "fusesched-bfq"
 
 
 def read_rows(path):
-    rows = collections.OrderedDict()
+    runs = collections.OrderedDict()
     variants = []
     with open(path) as f:
         for line in f:
             name, unit, variant, value, p99 = line.rstrip("\n").split("\t")
-            rows.setdefault((name, unit), {})[variant] = (float(value), float(p99))
+            runs.setdefault((name, unit), {}).setdefault(variant, []).append((float(value), float(p99)))
             if variant not in variants:
                 variants.append(variant)
+    rows = collections.OrderedDict()
+    for key, by_variant in runs.items():
+        rows[key] = {}
+        for v, results in by_variant.items():
+            # A row that failed in any round is failed: its other numbers would flatter it.
+            if any(value < 0 for value, _ in results):
+                rows[key][v] = (-1.0, 0.0)
+            else:
+                rows[key][v] = (statistics.median(r[0] for r in results),
+                                statistics.median(r[1] for r in results))
     return rows, variants
+
+
+def rounds_of(path):
+    """How many times the most-run row was run by one variant."""
+    counts = collections.Counter()
+    with open(path) as f:
+        for line in f:
+            name, _, variant, _, _ = line.rstrip("\n").split("\t")
+            counts[(name, variant)] += 1
+    return max(counts.values(), default=0)
 
 
 def ratio(by_variant, v, base):
