@@ -205,6 +205,20 @@ int test_sh(const char *fmt, ...)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
 }
 
+long test_proc_number(pid_t pid, const char *file, const char *format)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	FILE *f = fopen(path, "r");
+	long value = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, format, &value) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return value;
+}
+
 int test_count_fds(pid_t pid)
 {
 	char path[64];

@@ -44,4 +44,10 @@ int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Open file descriptors of process pid. */
 int test_count_fds(pid_t pid);
 
+/*
+ * The number in the first line of /proc/PID/FILE that matches format (one
+ * %ld, e.g. "VmHWM: %ld kB" in status), or -1.
+ */
+long test_proc_number(pid_t pid, const char *file, const char *format);
+
 #endif

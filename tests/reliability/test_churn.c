@@ -24,20 +24,6 @@
 #define RSS_GROWTH_LIMIT_KIB 4096
 #endif
 
-static long daemon_rss_kib(pid_t pid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	FILE *f = fopen(path, "r");
-	long kib = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kib;
-}
-
 static int live_tenants(const char *mnt)
 {
 	struct json_object *mount = NULL;
@@ -98,13 +84,13 @@ START_TEST(short_lived_cgroups_are_retired)
 	int n = -1;
 	CTL_TEST_POLL((n = live_tenants(m.mnt)) <= 1);
 	ck_assert_int_le(n, 1);
-	long rss_after_first = daemon_rss_kib(m.daemon_pid);
+	long rss_after_first = test_proc_number(m.daemon_pid, "status", "VmRSS: %ld kB");
 	for (int round = 1; round < CHURN_ROUNDS; round++) {
 		churn_round(&m, round);
 		CTL_TEST_POLL((n = live_tenants(m.mnt)) <= 1);
 		ck_assert_int_le(n, 1);
 	}
-	long rss_end = daemon_rss_kib(m.daemon_pid);
+	long rss_end = test_proc_number(m.daemon_pid, "status", "VmRSS: %ld kB");
 	fprintf(stderr, "test_churn: %d cgroups; daemon RSS %ld KiB after the first %d, %ld KiB at the end\n",
 		CHURN_ROUNDS * CGROUPS_PER_ROUND, rss_after_first, CGROUPS_PER_ROUND, rss_end);
 	/* Three more rounds of churn may not grow memory by more than a few pages per tenant seen. */

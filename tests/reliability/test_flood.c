@@ -83,20 +83,6 @@ static void join_cgroup(const char *cg)
 		_exit(90);
 }
 
-static long daemon_nofile_soft(pid_t pid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/limits", pid);
-	FILE *f = fopen(path, "r");
-	long soft = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Max open files %ld", &soft) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return soft;
-}
-
 /* Every storm file, on the backing directory, with the content written through the mount. */
 static int storm_files_intact(const struct test_mount *m)
 {
@@ -114,20 +100,6 @@ static int storm_files_intact(const struct test_mount *m)
 			intact++;
 	}
 	return intact;
-}
-
-static long daemon_peak_rss_kib(pid_t pid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	FILE *f = fopen(path, "r");
-	long kib = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kib;
 }
 
 START_TEST(flood_does_not_starve_another_tenant)
@@ -210,11 +182,11 @@ START_TEST(flood_does_not_starve_another_tenant)
 		if (victim_running || storm_running)
 			usleep(200000);
 	}
-	long peak_kib = daemon_peak_rss_kib(m.daemon_pid);
+	long peak_kib = test_proc_number(m.daemon_pid, "status", "VmHWM: %ld kB");
 	ck_assert(WIFEXITED(vstatus) && WEXITSTATUS(vstatus) == 0);
 	ck_assert_int_eq(atomic_load(victim_done), VICTIM_READS);
 	ck_assert_int_eq(sstatus, 0);
-	long soft = daemon_nofile_soft(m.daemon_pid);
+	long soft = test_proc_number(m.daemon_pid, "limits", "Max open files %ld");
 	long cached_max = soft / 2 < 65536 ? soft / 2 : 65536;
 	fprintf(stderr, "test_flood: %d creates; daemon descriptors peak %d (cache bound %ld, limit %ld)\n",
 		FLOOD_CREATES, peak_fds, cached_max, soft);
