@@ -24,6 +24,19 @@ bool test_is_fuse_mount(const char *path)
 	return statfs(path, &sf) == 0 && sf.f_type == FUSE_SUPER_MAGIC;
 }
 
+bool test_in_mountinfo(const char *path)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	char line[4096], mnt[4096];
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && strcmp(mnt, path) == 0;
+	fclose(f);
+	return found;
+}
+
 static void die(const char *what)
 {
 	fprintf(stderr, "test_mount: %s: %s\n", what, strerror(errno));

@@ -34,6 +34,8 @@ const char *test_backing_path(const struct test_mount *m, const char *rel);
 
 /* Is path the root of a FUSE mount right now? */
 bool test_is_fuse_mount(const char *path);
+/* Is anything mounted on path (a dead FUSE mount included)? From /proc/self/mountinfo. */
+bool test_in_mountinfo(const char *path);
 
 /* Runs fn(arg) in a child as uid/gid and returns fn's result (an errno or 0). */
 int test_run_as(uid_t uid, gid_t gid, int (*fn)(void *), void *arg);

@@ -78,19 +78,6 @@ static int kill_cgroup_members(const char *cgroup)
 	return killed;
 }
 
-static bool is_mounted(const char *path)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return false;
-	char line[4096], mnt[4096];
-	bool found = false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && strcmp(mnt, path) == 0;
-	fclose(f);
-	return found;
-}
-
 void leftovers_cleanup(void)
 {
 	if (!shared)
@@ -99,7 +86,7 @@ void leftovers_cleanup(void)
 	for (int i = 0; i < shared->cgroups; i++)
 		killed += kill_cgroup_members(shared->cgroup[i]);
 	for (int i = shared->mounts - 1; i >= 0; i--) {
-		if (!is_mounted(shared->mount[i]))
+		if (!test_in_mountinfo(shared->mount[i]))
 			continue;
 		test_sh("fusermount3 -u '%s' 2>/dev/null || umount -l '%s'", shared->mount[i], shared->mount[i]);
 		unmounted++;

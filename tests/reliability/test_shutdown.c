@@ -279,18 +279,6 @@ static int reap_within(pid_t pid, long wait_ms, const char *what)
 	return status;
 }
 
-static bool in_mountinfo(const char *path)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	ck_assert_ptr_nonnull(f);
-	char line[4096], mnt[4096];
-	bool found = false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && strcmp(mnt, path) == 0;
-	fclose(f);
-	return found;
-}
-
 /* The journal's acknowledged prefix on the backing directory, byte for byte. */
 static void verify_journal(const char *backing_path, int tenant, long long acked_bytes)
 {
@@ -474,7 +462,7 @@ static void sigterm_mid_fio(const char *config_text)
 	struct stat st;
 	ck_assert_msg(stat(m.mnt, &st) == 0, "stat %s: %s", m.mnt, strerror(errno));
 	ck_assert(!test_is_fuse_mount(m.mnt));
-	ck_assert(!in_mountinfo(m.mnt));
+	ck_assert(!test_in_mountinfo(m.mnt));
 
 	for (int i = 0; i < TENANTS; i++) {
 		int ws = reap_within(writers[i], CLIENT_EXIT_WAIT_MS, "journal writer");
