@@ -1,5 +1,7 @@
 #include "ctl_test_util.h"
 
+#include "leftovers.h"
+
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
@@ -94,10 +96,11 @@ static int made_count;
 void ctl_test_cgroup_make(const char *root, const char *name)
 {
 	ck_assert_int_lt(made_count, 16);
-	/* Also on a failed assertion, which exits the test process. */
+	/* Also when the test calls exit(); after a failed assertion (_exit) the runner's leftovers cleanup. */
 	if (made_count == 0)
 		atexit(ctl_test_cgroups_cleanup);
 	snprintf(made[made_count], sizeof(made[0]), "%s%s", root, name);
+	leftovers_add_cgroup(made[made_count]);
 	ck_assert_msg(mkdir(made[made_count], 0755) == 0 || errno == EEXIST, "mkdir %s: %s",
 		      made[made_count], strerror(errno));
 	made_count++;

@@ -25,7 +25,10 @@ int64_t ctl_test_tenant_u64(const char *mnt, const char *cgroup, const char *pat
 /* Writes TEXT to PATH (a config file, cgroup.procs, ...). */
 void ctl_test_write_file(const char *path, const char *text);
 
-/* Creates ROOT/NAME; remembers it so ctl_test_cgroups_cleanup() removes it, even after a failure. */
+/*
+ * Creates ROOT/NAME; remembers it so ctl_test_cgroups_cleanup() removes it,
+ * and records it for the runner's cleanup after a failed test (leftovers.h).
+ */
 void ctl_test_cgroup_make(const char *root, const char *name);
 void ctl_test_cgroup_move(const char *root, const char *name, pid_t pid);
 void ctl_test_cgroups_cleanup(void);

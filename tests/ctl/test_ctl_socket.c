@@ -5,6 +5,7 @@
  */
 #include "ctl_test_util.h"
 #include "fusesched/ctl.h"
+#include "leftovers.h"
 
 #include <check.h>
 #include <ctype.h>
@@ -216,6 +217,7 @@ START_TEST(group_socket_is_0660_and_lets_the_group_in)
 	snprintf(conf, sizeof(conf), "%s/ctl-group-%d.conf", TEST_SCRATCH_DIR, (int)getpid());
 	snprintf(sock, sizeof(sock), "/run/fusesched/test-group-%d.sock", (int)getpid());
 	mkdir(TEST_SCRATCH_DIR, 0755);
+	leftovers_add_dir(conf); /* taken down by the runner if the test fails (leftovers.h) */
 	char text[256];
 	snprintf(text, sizeof(text), "[control]\nsocket = %s\ngroup = 4321\n", sock);
 	ctl_test_write_file(conf, text);
@@ -236,6 +238,7 @@ START_TEST(group_socket_is_0660_and_lets_the_group_in)
 	/* A second daemon configured with the same socket is refused before it mounts. */
 	char other[512];
 	snprintf(other, sizeof(other), "%s/ctl-second-%d", TEST_SCRATCH_DIR, (int)getpid());
+	leftovers_add_dir(other);
 	ck_assert_int_eq(test_sh("mkdir -p '%s/b' '%s/m'", other, other), 0);
 	int status;
 	char *out = ctl_test_capture(&status, "%s mount '%s/b' '%s/m' -f -c '%s' 2>&1", FUSESCHED_BIN,
@@ -564,6 +567,7 @@ int main(void)
 	}
 	Suite *s = suite_create("ctl_socket");
 	TCase *tc = tcase_create("socket");
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, garbage_oversized_half_written_and_many_clients_do_not_hurt);
 	tcase_add_test(tc, socket_is_0600_and_refuses_other_users);

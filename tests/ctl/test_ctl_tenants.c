@@ -4,6 +4,7 @@
  * mounts (v2 at /sys/fs/cgroup/unified, v1 blkio); exits 77 without them.
  */
 #include "ctl_test_util.h"
+#include "leftovers.h"
 
 #include <check.h>
 #include <errno.h>
@@ -27,6 +28,7 @@ static void setup(void)
 	snprintf(config_path, sizeof(config_path), "%s/ctl-tenants-%d.conf", TEST_SCRATCH_DIR,
 		 (int)getpid());
 	mkdir(TEST_SCRATCH_DIR, 0755);
+	leftovers_add_dir(config_path); /* taken down by the runner if the test fails (leftovers.h) */
 }
 
 static void teardown(void)
@@ -383,6 +385,7 @@ int main(void)
 	}
 	Suite *s = suite_create("ctl_tenants");
 	TCase *tc = tcase_create("real cgroups");
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, two_cgroups_counts_weights_and_shares_are_exact);

@@ -1,4 +1,5 @@
 /* The scheduled data path through a real mount: data integrity, errors, shutdown. */
+#include "leftovers.h"
 #include "mount_helper.h"
 
 #include <check.h>
@@ -96,6 +97,7 @@ START_TEST(enospc_reaches_the_writer_and_daemon_keeps_serving)
 	test_mount_start(&m, NULL);
 	/* A 2 MiB tmpfs under the backing directory: the mount's own subtree runs out. */
 	ck_assert_int_eq(mkdir(test_backing_path(&m, "small"), 0777), 0);
+	leftovers_add_mount(test_backing_path(&m, "small")); /* unmounted first if the test fails */
 	ck_assert_int_eq(test_sh("mount -t tmpfs -o size=2m none '%s'", test_backing_path(&m, "small")), 0);
 	int fd = open(test_mnt_path(&m, "small/fill"), O_CREAT | O_WRONLY, 0644);
 	ck_assert_int_ge(fd, 0);
@@ -214,6 +216,7 @@ START_TEST(policy_fifo_serves_the_same_data)
 {
 	char conf[600];
 	snprintf(conf, sizeof(conf), "%s/fifo.conf", TEST_SCRATCH_DIR);
+	leftovers_add_dir(conf); /* taken down by the runner if the test fails (leftovers.h) */
 	FILE *f = fopen(conf, "w");
 	ck_assert_ptr_nonnull(f);
 	fputs("[scheduler]\npolicy = fifo\n", f);
@@ -229,6 +232,7 @@ START_TEST(policy_fifo_serves_the_same_data)
 	random_rw(&arg);
 	ck_assert_int_eq(arg.errors, 0);
 	test_mount_require_clean_exit(test_mount_stop(&m));
+	unlink(conf);
 }
 END_TEST
 
@@ -270,6 +274,7 @@ START_TEST(fsync_returns_after_the_backing_data_is_on_disk)
 	char image[400];
 	snprintf(image, sizeof(image), "%s/disk.img", m.root);
 	ck_assert_int_eq(mkdir(test_backing_path(&m, "disk"), 0777), 0);
+	leftovers_add_mount(test_backing_path(&m, "disk")); /* unmounted first if the test fails */
 	ck_assert_int_eq(test_sh("truncate -s 64M '%s' && mkfs.ext4 -q -F '%s' && "
 				 "mount -o loop '%s' '%s' && chmod 1777 '%s'",
 				 image, image, image, test_backing_path(&m, "disk"),
@@ -338,6 +343,7 @@ static Suite *engine_suite(void)
 {
 	Suite *s = suite_create("engine_data");
 	TCase *tc = tcase_create("mount");
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, threads_random_offsets_checksummed);
 	tcase_add_test(tc, enospc_reaches_the_writer_and_daemon_keeps_serving);

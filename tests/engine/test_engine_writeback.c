@@ -4,6 +4,7 @@
  * to the tenant that opened the file, not to the default tenant.
  */
 #include "ctl_test_util.h"
+#include "leftovers.h"
 
 #include <check.h>
 #include <fcntl.h>
@@ -73,6 +74,7 @@ static Suite *writeback_suite(void)
 {
 	Suite *s = suite_create("engine_writeback");
 	TCase *tc = tcase_create("writeback");
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, flushed_writes_are_charged_to_the_opener);
 	suite_add_tcase(s, tc);

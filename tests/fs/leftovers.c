@@ -4,6 +4,7 @@
 #include "mount_helper.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LEFTOVERS_MAX 16
+#define LEFTOVERS_MAX 32
 #define LEFTOVER_PATH_BYTES 512
 /* A killed process leaves its cgroup a moment later. */
 #define CGROUP_EMPTY_WAIT_MS 10000
@@ -38,10 +39,39 @@ void leftovers_init(void)
 	shared = p;
 }
 
+/* Gone: not a mountpoint and not there (a dead FUSE mount's root gives ENOTCONN, not ENOENT). */
+static bool gone(const char *path)
+{
+	struct stat st;
+	return !test_in_mountinfo(path) && lstat(path, &st) < 0 && errno == ENOENT;
+}
+
 static void add(char (*list)[LEFTOVER_PATH_BYTES], int *count, const char *path)
 {
-	if (!shared || *count >= LEFTOVERS_MAX)
+	if (strlen(path) >= LEFTOVER_PATH_BYTES) {
+		fprintf(stderr, "leftovers: path too long, not recorded: %s\n", path);
 		return;
+	}
+	/* Recorded again: moved to the end, where the cleanup starts. */
+	for (int i = 0; i < *count; i++) {
+		if (strcmp(list[i], path) == 0) {
+			memmove(list[i], list[i + 1], (size_t)(*count - i - 1) * LEFTOVER_PATH_BYTES);
+			(*count)--;
+			break;
+		}
+	}
+	if (*count == LEFTOVERS_MAX) {
+		int kept = 0;
+		for (int i = 0; i < *count; i++)
+			if (!gone(list[i]))
+				memmove(list[kept++], list[i], LEFTOVER_PATH_BYTES);
+		*count = kept;
+	}
+	if (*count == LEFTOVERS_MAX) {
+		fprintf(stderr, "leftovers: %d recorded paths still there, not recorded: %s\n", LEFTOVERS_MAX,
+			path);
+		return;
+	}
 	snprintf(list[*count], LEFTOVER_PATH_BYTES, "%s", path);
 	(*count)++;
 }
@@ -82,7 +112,7 @@ void leftovers_cleanup(void)
 {
 	if (!shared)
 		return;
-	int killed = 0, unmounted = 0;
+	int killed = 0, unmounted = 0, cgroups = 0, paths = 0;
 	for (int i = 0; i < shared->cgroups; i++)
 		killed += kill_cgroup_members(shared->cgroup[i]);
 	for (int i = shared->mounts - 1; i >= 0; i--) {
@@ -93,7 +123,11 @@ void leftovers_cleanup(void)
 	}
 	for (int i = shared->cgroups - 1; i >= 0; i--) {
 		for (int waited_ms = 0; waited_ms < CGROUP_EMPTY_WAIT_MS; waited_ms += 10) {
-			if (rmdir(shared->cgroup[i]) == 0 || errno != EBUSY)
+			if (rmdir(shared->cgroup[i]) == 0) {
+				cgroups++;
+				break;
+			}
+			if (errno != EBUSY)
 				break;
 			kill_cgroup_members(shared->cgroup[i]);
 			nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);
@@ -101,11 +135,15 @@ void leftovers_cleanup(void)
 	}
 	for (int i = shared->dirs - 1; i >= 0; i--) {
 		struct stat st;
-		if (stat(shared->dir[i], &st) == 0)
+		if (lstat(shared->dir[i], &st) == 0) {
 			test_sh("rm -rf '%s'", shared->dir[i]);
+			paths++;
+		}
 	}
-	if (killed || unmounted)
-		fprintf(stderr, "leftovers: a failed test left %d processes and %d mounts; removed\n", killed,
-			unmounted);
+	if (killed || unmounted || cgroups || paths)
+		fprintf(stderr,
+			"leftovers: a failed test left %d processes, %d mounts, %d cgroups and %d scratch paths; "
+			"removed\n",
+			killed, unmounted, cgroups, paths);
 	memset(shared, 0, sizeof(*shared));
 }

@@ -1,6 +1,8 @@
 /* Test helper: a real fusesched mount over a fresh temporary backing directory. */
 #include "mount_helper.h"
 
+#include "leftovers.h"
+
 #include <errno.h>
 #include <grp.h>
 #include <dirent.h>
@@ -44,9 +46,11 @@ static void die(const char *what)
 }
 
 /*
- * Mounts still up when the test process exits (a failed assertion exits
- * the test at once) are taken down here, so a failure leaves no mount or
- * daemon behind.
+ * Mounts still up when the test process calls exit() (test_mount_start or
+ * test_mount_require_clean_exit giving up) are taken down here at once.
+ * A failed assertion ends a forked test with _exit, which skips this: the
+ * runner's leftovers cleanup (leftovers.h) takes those down, in every
+ * suite that adds its fixture.
  */
 #define LIVE_MOUNTS_MAX 16
 static struct test_mount live_mounts[LIVE_MOUNTS_MAX];
@@ -93,6 +97,8 @@ void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
 	mkdir(TEST_SCRATCH_DIR, 0755);
 	if (!mkdtemp(m->root))
 		die("mkdtemp");
+	/* Taken down by the runner if the test fails (leftovers.h): the mount first, then the directory. */
+	leftovers_add_dir(m->root);
 	chmod(m->root, 0755);
 	snprintf(m->backing, sizeof(m->backing), "%s/backing", m->root);
 	snprintf(m->mnt, sizeof(m->mnt), "%s/mnt", m->root);
@@ -111,6 +117,7 @@ void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
 	argv[argc] = NULL;
 	/* A wrapper (valgrind) starts slowly: wait up to 60 s instead of 10. */
 	int wait_polls = wrapper ? 6000 : 1000;
+	leftovers_add_mount(m->mnt);
 	m->daemon_pid = fork();
 	if (m->daemon_pid < 0)
 		die("fork");

@@ -16,7 +16,9 @@ struct test_mount {
  * Creates ROOT/backing and ROOT/mnt and mounts with `fusesched mount -f`
  * plus extra_args (NULL-terminated, may be NULL). Aborts the test run if the
  * mount does not appear. FUSESCHED_TEST_NOFILE=N in the environment gives
- * the daemon a hard descriptor limit of N.
+ * the daemon a hard descriptor limit of N. The mount and ROOT are recorded
+ * for the runner's cleanup after a failed test (leftovers.h); a mount the
+ * test makes inside them (under the backing directory) it records itself.
  */
 void test_mount_start(struct test_mount *m, const char *const *extra_args);
 /* The same with the daemon run under a wrapper command (argv prefix, e.g. valgrind). */

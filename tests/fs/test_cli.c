@@ -1,4 +1,5 @@
 /* The command line: errors that name the problem, daemon mode, fstab form, signals. */
+#include "leftovers.h"
 #include "mount_helper.h"
 
 #include <check.h>
@@ -21,6 +22,11 @@ static void scratch_up(void)
 	snprintf(scratch, sizeof(scratch), "%s/cli-XXXXXX", TEST_SCRATCH_DIR);
 	mkdir(TEST_SCRATCH_DIR, 0755);
 	ck_assert_ptr_nonnull(mkdtemp(scratch));
+	/* Taken down by the runner if the test fails (leftovers.h): the tests mount on m. */
+	leftovers_add_dir(scratch);
+	char m[600];
+	snprintf(m, sizeof(m), "%s/m", scratch);
+	leftovers_add_mount(m);
 	test_sh("mkdir -p '%s/b' '%s/m' && touch '%s/file'", scratch, scratch, scratch);
 }
 
@@ -198,6 +204,7 @@ static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
 	TCase *tc = tcase_create("cli");
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_add_checked_fixture(tc, scratch_up, scratch_down);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, errors_name_the_problem);

@@ -4,6 +4,7 @@
  * pinned descriptor, and reports ESTALE for a file deleted while evicted.
  * Descriptors are counted in /proc/self/fd (Check runs each test in a fork).
  */
+#include "leftovers.h"
 #include "mount_helper.h"
 
 #include "fusesched/inode.h"
@@ -32,6 +33,7 @@ static void scratch_up(void)
 	snprintf(dir, sizeof(dir), "%s/inode-XXXXXX", TEST_SCRATCH_DIR);
 	mkdir(TEST_SCRATCH_DIR, 0755);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
+	leftovers_add_dir(dir); /* taken down by the runner if the test fails (leftovers.h) */
 	char path[300];
 	for (int i = 0; i < FILES; i++) {
 		snprintf(path, sizeof(path), "%s/f%d", dir, i);
@@ -181,6 +183,11 @@ END_TEST
 
 START_TEST(directories_symlinks_and_other_mounts_reopen)
 {
+	char sub_mnt[300], ro_mnt[300];
+	snprintf(sub_mnt, sizeof(sub_mnt), "%s/sub", dir);
+	snprintf(ro_mnt, sizeof(ro_mnt), "%s/ro", dir);
+	leftovers_add_mount(sub_mnt);
+	leftovers_add_mount(ro_mnt);
 	ck_assert_int_eq(test_sh("mkdir '%s/sub' '%s/d' && ln -s target '%s/l' && "
 				 "mount -t tmpfs none '%s/sub' && echo x > '%s/sub/x' && "
 				 "mkdir '%s/ro' && echo r > '%s/ro/r' && mount --bind '%s/ro' '%s/ro' && "
@@ -319,6 +326,7 @@ static Suite *inode_suite(void)
 {
 	Suite *s = suite_create("fs_inode");
 	TCase *tc = tcase_create("table");
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_add_checked_fixture(tc, scratch_up, scratch_down);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, eviction_keeps_the_bound_and_reopens_the_same_file);

@@ -1,4 +1,5 @@
 /* The POSIX surface through a real mount, checked against the backing directory. */
+#include "leftovers.h"
 #include "mount_helper.h"
 
 #include <check.h>
@@ -524,6 +525,8 @@ static Suite *posix_suite(void)
 {
 	Suite *s = suite_create("fs_posix");
 	TCase *tc = tcase_create("mount");
+	/* First: its teardown runs last, after mount_down. */
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_add_unchecked_fixture(tc, mount_up, mount_down);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, files_and_directories);

@@ -1,4 +1,5 @@
 /* Permissions and containment through a real mount: what a root daemon must not give away. */
+#include "leftovers.h"
 #include "mount_helper.h"
 
 #include <check.h>
@@ -204,6 +205,8 @@ static Suite *security_suite(void)
 {
 	Suite *s = suite_create("fs_security");
 	TCase *tc = tcase_create("mount");
+	/* First: its teardown runs last, after mount_down. */
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_add_unchecked_fixture(tc, mount_up, mount_down);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, created_objects_belong_to_the_caller);

@@ -4,6 +4,7 @@
  * daemon's memory return to where they were.
  */
 #include "ctl_test_util.h"
+#include "leftovers.h"
 
 #include <check.h>
 #include <errno.h>
@@ -42,6 +43,7 @@ static void churn_round(const struct test_mount *m, int round)
 		char name[64], path[128];
 		snprintf(name, sizeof(name), "fs-churn-%d-%d-%d", getpid(), round, i);
 		snprintf(path, sizeof(path), CG_V2 "/%s", name);
+		leftovers_add_cgroup(path); /* the record forgets those removed below */
 		ck_assert_int_eq(mkdir(path, 0755), 0);
 		int go[2];
 		ck_assert_int_eq(pipe(go), 0);
@@ -75,6 +77,7 @@ START_TEST(short_lived_cgroups_are_retired)
 {
 	char conf[512];
 	snprintf(conf, sizeof(conf), "%s/churn-%d.conf", TEST_SCRATCH_DIR, getpid());
+	leftovers_add_dir(conf); /* taken down by the runner if the test fails (leftovers.h) */
 	ctl_test_write_file(conf, "[tenants]\ncache_ttl_ms = 50\nretire_idle_ms = 1000\n");
 	const char *args[] = {"-c", conf, NULL};
 	struct test_mount m;
@@ -105,6 +108,7 @@ static Suite *churn_suite(void)
 {
 	Suite *s = suite_create("churn");
 	TCase *tc = tcase_create("churn");
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, short_lived_cgroups_are_retired);
 	suite_add_tcase(s, tc);

@@ -1,4 +1,5 @@
 /* Faults underneath and around the daemon: crashes, descriptor limits, broken backing stores. */
+#include "leftovers.h"
 #include "mount_helper.h"
 
 #include <check.h>
@@ -131,6 +132,7 @@ START_TEST(read_only_backing_gives_erofs)
 	test_mount_start(&m, NULL);
 	ck_assert_int_eq(mkdir(test_backing_path(&m, "ro"), 0755), 0);
 	write_all(test_backing_path(&m, "ro/existing"), "old", false);
+	leftovers_add_mount(test_backing_path(&m, "ro")); /* unmounted first if the test fails */
 	ck_assert_int_eq(test_sh("mount --bind '%s' '%s' && mount -o remount,bind,ro '%s'",
 				 test_backing_path(&m, "ro"), test_backing_path(&m, "ro"),
 				 test_backing_path(&m, "ro")), 0);
@@ -189,6 +191,7 @@ static Suite *faults_suite(void)
 {
 	Suite *s = suite_create("faults");
 	TCase *tc = tcase_create("faults");
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, kill9_gives_enotconn_and_keeps_fsynced_data);
 	tcase_add_test(tc, descriptor_exhaustion_is_emfile_and_recovers);

@@ -5,6 +5,7 @@
  * the kernel; inodes the kernel keeps cost a file handle, not a descriptor).
  * Progress, not speed, is asserted here; bench/ measures the latencies.
  */
+#include "leftovers.h"
 #include "mount_helper.h"
 
 #include <check.h>
@@ -211,6 +212,8 @@ static Suite *flood_suite(void)
 {
 	Suite *s = suite_create("flood");
 	TCase *tc = tcase_create("flood");
+	/* First: its teardown (the mount) runs after cgroups_down has ended the cgroups' processes. */
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	/* Unchecked: the parent removes the cgroups even when the test fails. */
 	tcase_add_unchecked_fixture(tc, cgroups_up, cgroups_down);
 	tcase_set_timeout(tc, 600);

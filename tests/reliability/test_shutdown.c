@@ -372,10 +372,8 @@ static void sigterm_mid_fio(const char *config_text)
 		leftovers_add_dir(conf);
 	}
 	struct test_mount m;
+	/* The mount and the cgroups below are recorded by their helpers for the runner (leftovers.h). */
 	test_mount_start(&m, config_text ? args : NULL);
-	/* Taken down by the runner if the test fails (see leftovers.h). */
-	leftovers_add_dir(m.root);
-	leftovers_add_mount(m.mnt);
 	struct journal_state *states = mmap(NULL, sizeof(struct journal_state) * TENANTS,
 					    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct deep_state *deeps = mmap(NULL, sizeof(struct deep_state) * TENANTS, PROT_READ | PROT_WRITE,
@@ -391,9 +389,6 @@ static void sigterm_mid_fio(const char *config_text)
 	for (int i = 0; i < TENANTS; i++) {
 		snprintf(cgroups[i], sizeof(cgroups[i]), "/fs-shutdown-%d-%d", (int)getpid(), i);
 		ctl_test_cgroup_make(CG_V2, cgroups[i]);
-		char cgroup_path[300];
-		snprintf(cgroup_path, sizeof(cgroup_path), CG_V2 "%s", cgroups[i]);
-		leftovers_add_cgroup(cgroup_path);
 		snprintf(jobs[i].path, sizeof(jobs[i].path), "%s/journal-%d", m.mnt, i);
 		snprintf(jobs[i].deep_path, sizeof(jobs[i].deep_path), "%s/deep-%d", m.mnt, i);
 		jobs[i].tenant = i;

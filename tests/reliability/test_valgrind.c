@@ -6,6 +6,7 @@
  * cgroups), the control socket (stat) and a reload.
  */
 #include "ctl_test_util.h"
+#include "leftovers.h"
 
 #include <check.h>
 #include <errno.h>
@@ -100,6 +101,9 @@ START_TEST(mount_workload_unmount_is_clean_under_memcheck)
 	snprintf(log_path, sizeof(log_path), "%s/valgrind-%d.log", TEST_SCRATCH_DIR, (int)getpid());
 	snprintf(conf_path, sizeof(conf_path), "%s/valgrind-%d.conf", TEST_SCRATCH_DIR, (int)getpid());
 	mkdir(TEST_SCRATCH_DIR, 0755);
+	/* Taken down by the runner if the test fails (leftovers.h). */
+	leftovers_add_dir(log_path);
+	leftovers_add_dir(conf_path);
 	ctl_test_write_file(conf_path, "[group \"/fs-vg-gold\"]\nweight = 800\n");
 	ck_assert_msg(test_sh("command -v valgrind >/dev/null") == 0,
 		      "valgrind is not installed (scripts/install-deps installs it)");
@@ -163,6 +167,7 @@ static Suite *valgrind_suite(void)
 {
 	Suite *s = suite_create("valgrind");
 	TCase *tc = tcase_create("memcheck");
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, mount_workload_unmount_is_clean_under_memcheck);
 	suite_add_tcase(s, tc);
