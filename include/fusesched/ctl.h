@@ -91,9 +91,13 @@ int ctl_server_new(const struct ctl_server_params *p, struct ctl_server **out, c
 		   size_t err_bytes);
 /* Starts the server thread (after daemonizing: threads do not survive fork). */
 int ctl_server_start(struct ctl_server *s);
-/* Stops and joins the thread; clients still connected are dropped. */
+/*
+ * Stops and joins the thread; clients still connected are dropped. The
+ * socket is closed and removed (if still ours) at once, so a daemon mounted
+ * again while this one drains can take it.
+ */
 void ctl_server_stop(struct ctl_server *s);
-/* Removes the socket if it is still ours. */
+/* Stops the server if it runs, removes the socket if still ours, frees. */
 void ctl_server_free(struct ctl_server *s);
 const char *ctl_server_socket_path(const struct ctl_server *s);
 

@@ -32,6 +32,9 @@
 /* After refusing an oversized request, input is discarded (so the client can read the error) up to this much. */
 #define CTL_DISCARD_MAX_BYTES (64ull << 20)
 #define CTL_SAMPLE_NS CTL_NS_PER_S
+/* How long a new daemon waits for the daemon of a just-unmounted mount to give up the socket. */
+#define CTL_BIND_WAIT_MS 3000u
+#define CTL_BIND_WAIT_TEXT "3 s"
 
 uint64_t ctl_now_ns(void)
 {
@@ -144,24 +147,35 @@ static int ctl_socket_bind(struct ctl_server *s, const char *group, char *err, s
 	if (s->listen_fd < 0)
 		return fail(err, err_bytes, -errno, "%s", "socket");
 	/* The umask makes it 0600 from birth: no moment when others could connect. */
-	for (int attempt = 0;; attempt++) {
+	for (unsigned waited_ms = 0, removed = 0;;) {
 		mode_t old = umask(0177);
 		int r = bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr));
 		int saved = errno;
 		umask(old);
 		if (r == 0)
 			break;
-		if (saved != EADDRINUSE || attempt > 0)
+		if (saved != EADDRINUSE || removed)
 			return fail(err, err_bytes, -saved, "cannot bind %s", s->socket_path);
 		struct stat st;
 		if (lstat(s->socket_path, &st) == 0 && !S_ISSOCK(st.st_mode))
 			return fail(err, err_bytes, -EEXIST, "%s exists and is not a socket",
 				    s->socket_path);
-		if (ctl_socket_is_live(&addr))
-			return fail(err, err_bytes, -EADDRINUSE,
-				    "%s is in use by a running fusesched daemon (another mount "
-				    "configured with the same socket?)", s->socket_path);
+		if (ctl_socket_is_live(&addr)) {
+			/*
+			 * The daemon of a mount that was just unmounted still holds
+			 * it for a moment: `umount; fusesched mount` must work.
+			 */
+			if (waited_ms >= CTL_BIND_WAIT_MS)
+				return fail(err, err_bytes, -EADDRINUSE,
+					    "%s is in use by a running fusesched daemon (waited "
+					    CTL_BIND_WAIT_TEXT " for it to exit; another mount "
+					    "configured with the same socket?)", s->socket_path);
+			usleep(50 * 1000);
+			waited_ms += 50;
+			continue;
+		}
 		unlink(s->socket_path); /* left by a daemon that died */
+		removed = 1;
 	}
 	if (group && (chown(s->socket_path, (uid_t)-1, gid) < 0 || chmod(s->socket_path, 0660) < 0))
 		return fail(err, err_bytes, -errno, "cannot give %s to its group", s->socket_path);
@@ -807,6 +821,21 @@ int ctl_server_start(struct ctl_server *s)
 	return 0;
 }
 
+/* Frees the socket's name for the next daemon at once, not after the drain. */
+static void ctl_socket_release(struct ctl_server *s)
+{
+	if (s->listen_fd < 0)
+		return;
+	struct stat st;
+	/* Only if it is still ours: a later daemon may have replaced it. */
+	if (stat(s->socket_path, &st) == 0 && st.st_dev == s->socket_dev &&
+	    st.st_ino == s->socket_ino)
+		unlink(s->socket_path);
+	ctl_link_remove(s);
+	close(s->listen_fd);
+	s->listen_fd = -1;
+}
+
 void ctl_server_stop(struct ctl_server *s)
 {
 	if (!s || !s->started)
@@ -816,6 +845,7 @@ void ctl_server_stop(struct ctl_server *s)
 	(void)ignored; /* an eventfd write only fails on overflow, which also wakes the poll */
 	pthread_join(s->thread, NULL);
 	s->started = false;
+	ctl_socket_release(s);
 }
 
 void ctl_server_free(struct ctl_server *s)
@@ -823,13 +853,7 @@ void ctl_server_free(struct ctl_server *s)
 	if (!s)
 		return;
 	ctl_server_stop(s);
-	struct stat st;
-	/* Only if it is still ours: a later daemon may have replaced it. */
-	if (stat(s->socket_path, &st) == 0 && st.st_dev == s->socket_dev &&
-	    st.st_ino == s->socket_ino)
-		unlink(s->socket_path);
-	ctl_link_remove(s);
-	close(s->listen_fd);
+	ctl_socket_release(s);
 	close(s->stop_fd);
 	if (s->signal_fd >= 0)
 		close(s->signal_fd);

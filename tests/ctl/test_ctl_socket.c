@@ -268,6 +268,80 @@ START_TEST(group_socket_is_0660_and_lets_the_group_in)
 }
 END_TEST
 
+/*
+ * A daemon whose mount was just unmounted still holds its socket for a
+ * moment while it drains. A new daemon for the same socket waits for it
+ * instead of refusing: here a stand-in listens for 600 ms, then exits.
+ */
+START_TEST(a_socket_given_up_while_the_new_daemon_waits_is_taken)
+{
+	char conf[512], sock[108];
+	snprintf(conf, sizeof(conf), "%s/ctl-exiting-%d.conf", TEST_SCRATCH_DIR, (int)getpid());
+	snprintf(sock, sizeof(sock), "/run/fusesched/test-exiting-%d.sock", (int)getpid());
+	mkdir(TEST_SCRATCH_DIR, 0755);
+	leftovers_add_dir(conf);
+	leftovers_add_dir(sock);
+	char text[256];
+	snprintf(text, sizeof(text), "[control]\nsocket = %s\n", sock);
+	ctl_test_write_file(conf, text);
+	mkdir("/run/fusesched", 0755);
+	int ready[2];
+	ck_assert_int_eq(pipe(ready), 0);
+	pid_t stand_in = fork();
+	ck_assert_int_ge(stand_in, 0);
+	if (stand_in == 0) {
+		struct sockaddr_un addr = {.sun_family = AF_UNIX};
+		snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", sock);
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(fd, 8) < 0)
+			_exit(1);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
+		usleep(600 * 1000);
+		_exit(0); /* the socket file stays, refusing connections: the daemon is gone */
+	}
+	close(ready[1]);
+	char c;
+	ck_assert_int_eq(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	struct test_mount m;
+	const char *args[] = {"-c", conf, NULL};
+	test_mount_start(&m, args); /* aborts the test if the daemon gave up */
+	int status;
+	ck_assert_int_eq(waitpid(stand_in, &status, 0), stand_in);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_eq(try_connect(sock), 0);
+	assert_stat_works(&m);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+	ck_assert_int_eq(access(sock, F_OK), -1);
+	unlink(conf);
+}
+END_TEST
+
+/* `umount; fusesched mount` at once, as scripts do: the new daemon gets the socket. */
+START_TEST(mounting_again_right_after_unmount_works)
+{
+	char root[512];
+	snprintf(root, sizeof(root), "%s/ctl-remount-%d", TEST_SCRATCH_DIR, (int)getpid());
+	leftovers_add_dir(root);
+	ck_assert_int_eq(test_sh("mkdir -p '%s/b' '%s/m'", root, root), 0);
+	char mnt[600];
+	snprintf(mnt, sizeof(mnt), "%s/m", root);
+	leftovers_add_mount(mnt);
+	for (int i = 0; i < 5; i++) {
+		int status;
+		char *out = ctl_test_capture(&status, "%s mount '%s/b' '%s' 2>&1 && umount '%s' && "
+					     "%s mount '%s/b' '%s' 2>&1", FUSESCHED_BIN, root, mnt,
+					     mnt, FUSESCHED_BIN, root, mnt);
+		ck_assert_msg(status == 0, "round %d: %s", i, out);
+		free(out);
+		ck_assert(test_is_fuse_mount(mnt));
+		ck_assert_int_eq(test_sh("umount '%s'", mnt), 0);
+	}
+	test_sh("rm -rf '%s'", root);
+}
+END_TEST
+
 START_TEST(not_a_fusesched_mount_is_said_clearly)
 {
 	int status;
@@ -572,6 +646,8 @@ int main(void)
 	tcase_add_test(tc, garbage_oversized_half_written_and_many_clients_do_not_hurt);
 	tcase_add_test(tc, socket_is_0600_and_refuses_other_users);
 	tcase_add_test(tc, group_socket_is_0660_and_lets_the_group_in);
+	tcase_add_test(tc, a_socket_given_up_while_the_new_daemon_waits_is_taken);
+	tcase_add_test(tc, mounting_again_right_after_unmount_works);
 	tcase_add_test(tc, not_a_fusesched_mount_is_said_clearly);
 	tcase_add_test(tc, json_has_every_documented_field);
 	tcase_add_test(tc, prometheus_output_is_valid_exposition_format);
