@@ -131,6 +131,8 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -fd);
 		return;
 	}
+	if (flags & O_TRUNC) /* truncated by root here: the caller's truncation drops them */
+		fs_clear_privs_if_foreign(fd, fuse_req_ctx(req)->uid);
 	reply_open(req, ino, fi, fd, flags);
 }
 
@@ -240,17 +242,21 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	submit(req, &r);
 }
 
-/* A write by anyone but the owner (or root) drops setuid/setgid, as on a local filesystem. */
+bool fs_clear_privs_if_foreign(int fd, uid_t caller)
+{
+	struct stat st;
+	if (caller == 0 || fstat(fd, &st) < 0 || st.st_uid == caller)
+		return false;
+	if (mode_has_privs(st.st_mode))
+		fchmod(fd, st.st_mode & ~(mode_t)(S_ISUID | S_ISGID) & 07777);
+	return true;
+}
+
 static void clear_privs_after_foreign_write(struct fs_file *f, uid_t writer)
 {
-	if (!atomic_load_explicit(&f->check_privs, memory_order_relaxed) || writer == 0)
-		return;
-	struct stat st;
-	if (fstat(f->data.fd, &st) < 0 || st.st_uid == writer)
-		return;
-	if (mode_has_privs(st.st_mode))
-		fchmod(f->data.fd, st.st_mode & ~(mode_t)(S_ISUID | S_ISGID) & 07777);
-	atomic_store(&f->check_privs, false);
+	if (atomic_load_explicit(&f->check_privs, memory_order_relaxed) &&
+	    fs_clear_privs_if_foreign(f->data.fd, writer))
+		atomic_store(&f->check_privs, false);
 }
 
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,

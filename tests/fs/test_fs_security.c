@@ -138,6 +138,67 @@ START_TEST(setuid_cleared_after_foreign_write)
 }
 END_TEST
 
+static int truncate_errno(void *arg)
+{
+	return truncate(arg, 3) == 0 ? 0 : errno;
+}
+
+static int ftruncate_errno(void *arg)
+{
+	int fd = open(arg, O_WRONLY);
+	if (fd < 0)
+		return errno;
+	int r = ftruncate(fd, 2) == 0 ? 0 : errno;
+	close(fd);
+	return r;
+}
+
+static int open_trunc_errno(void *arg)
+{
+	int fd = open(arg, O_WRONLY | O_TRUNC);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+/* Truncation by a non-owner drops setuid/setgid as a write does, in each of its three ways
+ * (truncate and ftruncate the kernel clears itself; open with O_TRUNC the daemon does). */
+START_TEST(setuid_cleared_after_foreign_truncate)
+{
+	int (*const truncations[])(void *) = {truncate_errno, ftruncate_errno, open_trunc_errno};
+	for (size_t i = 0; i < sizeof(truncations) / sizeof(truncations[0]); i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "suid-trunc-%zu", i);
+		int fd = open(test_mnt_path(&M, name), O_CREAT | O_WRONLY, 0644);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write(fd, "content", 7), 7);
+		close(fd);
+		ck_assert_int_eq(chown(test_mnt_path(&M, name), OTHER_UID, OTHER_UID), 0);
+		ck_assert_int_eq(chmod(test_mnt_path(&M, name), 06777), 0);
+		struct stat st;
+		ck_assert_int_eq(stat(test_backing_path(&M, name), &st), 0);
+		ck_assert_int_eq(st.st_mode & 07777, 06777);
+		ck_assert_int_eq(test_run_as(USER_UID, USER_GID, truncations[i],
+					     (void *)test_mnt_path(&M, name)), 0);
+		ck_assert_int_eq(stat(test_backing_path(&M, name), &st), 0);
+		ck_assert_int_lt(st.st_size, 7);
+		ck_assert_msg((st.st_mode & (S_ISUID | S_ISGID)) == 0, "way %zu left mode %o", i,
+			      st.st_mode & 07777);
+		ck_assert_int_eq(st.st_mode & 0777, 0777);
+	}
+	/* Root's truncation keeps them, as on a local filesystem (CAP_FSETID). */
+	int fd = open(test_mnt_path(&M, "suid-own"), O_CREAT | O_WRONLY, 06777);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(chmod(test_mnt_path(&M, "suid-own"), 06777), 0);
+	ck_assert_int_eq(truncate(test_mnt_path(&M, "suid-own"), 5), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(test_backing_path(&M, "suid-own"), &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 06777);
+}
+END_TEST
+
 START_TEST(dotdot_and_symlinks_stay_inside)
 {
 	/* A secret beside the backing directory, which nothing under the mount may reach. */
@@ -214,6 +275,7 @@ static Suite *security_suite(void)
 	tcase_add_test(tc, caller_cannot_create_in_foreign_directory);
 	tcase_add_test(tc, supplementary_groups_count);
 	tcase_add_test(tc, setuid_cleared_after_foreign_write);
+	tcase_add_test(tc, setuid_cleared_after_foreign_truncate);
 	tcase_add_test(tc, dotdot_and_symlinks_stay_inside);
 	suite_add_tcase(s, tc);
 	return s;
