@@ -52,14 +52,6 @@ static inline struct fs_file *fs_file_of(const struct fuse_file_info *fi)
 	return (struct fs_file *)(uintptr_t)fi->fh;
 }
 
-/*
- * A write or truncation by anyone but the owner (or root) drops setuid and
- * setgid (the latter only with group-execute), as on a local filesystem:
- * the daemon changes the backing file as root, which would keep them.
- * Returns false when caller is root or the owner (nothing to drop for them).
- */
-bool fs_clear_privs_if_foreign(int fd, uid_t caller);
-
 void fs_handle_track(struct fs *fs, struct fs_handle *h);
 void fs_handle_untrack(struct fs *fs, struct fs_handle *h);
 

@@ -17,6 +17,21 @@ static bool mode_has_privs(mode_t mode)
 	return (mode & S_ISUID) || ((mode & S_ISGID) && (mode & S_IXGRP));
 }
 
+/*
+ * A write or truncation by anyone but the owner (or root) drops setuid and
+ * setgid, as on a local filesystem: the daemon changes the backing file as
+ * root, which would keep them. False when caller is root or the owner.
+ */
+static bool clear_privs_if_foreign(int fd, uid_t caller)
+{
+	struct stat st;
+	if (caller == 0 || fstat(fd, &st) < 0 || st.st_uid == caller)
+		return false;
+	if (mode_has_privs(st.st_mode))
+		fchmod(fd, st.st_mode & ~(mode_t)(S_ISUID | S_ISGID) & 07777);
+	return true;
+}
+
 static struct fs_file *file_new(int fd, int flags, bool direct, fuse_req_t req,
 			       fuse_ino_t node_id)
 {
@@ -132,7 +147,7 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if (flags & O_TRUNC) /* truncated by root here: the caller's truncation drops them */
-		fs_clear_privs_if_foreign(fd, fuse_req_ctx(req)->uid);
+		clear_privs_if_foreign(fd, fuse_req_ctx(req)->uid);
 	reply_open(req, ino, fi, fd, flags);
 }
 
@@ -242,20 +257,10 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	submit(req, &r);
 }
 
-bool fs_clear_privs_if_foreign(int fd, uid_t caller)
-{
-	struct stat st;
-	if (caller == 0 || fstat(fd, &st) < 0 || st.st_uid == caller)
-		return false;
-	if (mode_has_privs(st.st_mode))
-		fchmod(fd, st.st_mode & ~(mode_t)(S_ISUID | S_ISGID) & 07777);
-	return true;
-}
-
 static void clear_privs_after_foreign_write(struct fs_file *f, uid_t writer)
 {
 	if (atomic_load_explicit(&f->check_privs, memory_order_relaxed) &&
-	    fs_clear_privs_if_foreign(f->data.fd, writer))
+	    clear_privs_if_foreign(f->data.fd, writer))
 		atomic_store(&f->check_privs, false);
 }
 
