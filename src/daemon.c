@@ -444,6 +444,10 @@ int daemon_run(const struct daemon_options *o)
 			o->mountpoint);
 		goto out_signals;
 	}
+	if (fs_attach_channel(se) != 0) {
+		fprintf(stderr, "fusesched: cannot attach to the FUSE channel\n");
+		goto out_unmount;
+	}
 	if (fuse_daemonize(o->foreground) != 0)
 		goto out_unmount;
 	if (!o->foreground) {

@@ -48,6 +48,15 @@ void fs_free(struct fs *fs);
 /* The operations table; the session's userdata must be the struct fs. */
 const struct fuse_lowlevel_ops *fs_lowlevel_ops(void);
 
+/*
+ * Routes the mounted session's /dev/fuse traffic through the fs, which then
+ * asks the kernel to leave dropping setuid/setgid on write and truncation to
+ * it (FUSE_HANDLE_KILLPRIV_V2, Linux 5.11+; older kernels keep doing it
+ * themselves): the kernel stops asking for security.capability before every
+ * write. Call after fuse_session_mount, before the loop. 0 or -errno.
+ */
+int fs_attach_channel(struct fuse_session *se);
+
 /* Live inodes (root included), for tests and stats. */
 uint64_t fs_inode_count(struct fs *fs);
 

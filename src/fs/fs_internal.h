@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
 
 /*
  * Every open file and directory handle is on the fs's list, so handles the
@@ -33,12 +34,6 @@ struct fs {
 struct fs_file {
 	struct fs_handle handle;
 	struct datapath_file data;
-	/*
-	 * The file had setuid/setgid bits at open: a write by a non-owner must
-	 * clear them, as a local filesystem does (the daemon writes as root,
-	 * which would keep them).
-	 */
-	atomic_bool check_privs;
 	fuse_ino_t node_id;      /* its descriptor is held (inode_table_fd_hold) while open */
 };
 
@@ -50,6 +45,25 @@ static inline struct fs *fs_of(fuse_req_t req)
 static inline struct fs_file *fs_file_of(const struct fuse_file_info *fi)
 {
 	return (struct fs_file *)(uintptr_t)fi->fh;
+}
+
+/*
+ * The request this worker is serving is a write, truncation or O_TRUNC open
+ * by a caller without CAP_FSETID (the kernel's flag, see channel.c): it must
+ * drop setuid and setgid, as a local filesystem does. The daemon changes the
+ * backing file as root, which would keep them.
+ */
+bool fs_request_drops_privs(void);
+
+/* setgid without group-execute is mandatory locking, which writes keep. */
+static inline bool fs_mode_has_privs(mode_t mode)
+{
+	return (mode & S_ISUID) || ((mode & S_ISGID) && (mode & S_IXGRP));
+}
+
+static inline mode_t fs_mode_without_privs(mode_t mode)
+{
+	return mode & ~(mode_t)(S_ISUID | S_ISGID) & 07777;
 }
 
 void fs_handle_track(struct fs *fs, struct fs_handle *h);

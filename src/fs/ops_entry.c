@@ -112,6 +112,11 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 	if (r == 0 && (to_set & FUSE_SET_ATTR_SIZE))
 		r = fi ? ftruncate(fs_file_of(fi)->data.fd, attr->st_size)
 		       : truncate(path, attr->st_size);
+	/* A truncation (or chown) by a caller without CAP_FSETID, unless it sets the mode itself. */
+	struct stat st;
+	if (r == 0 && fs_request_drops_privs() && !(to_set & FUSE_SET_ATTR_MODE) && !is_symlink &&
+	    fstat(fd, &st) == 0 && fs_mode_has_privs(st.st_mode))
+		r = chmod(path, fs_mode_without_privs(st.st_mode));
 	if (r == 0 && (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
 				 FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)))
 		r = set_times(fd, is_symlink, fi, attr, to_set);

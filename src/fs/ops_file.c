@@ -11,25 +11,12 @@
 /* O_CREAT and O_EXCL were handled by the kernel or by create; O_NOCTTY is meaningless here. */
 #define OPEN_FLAGS_DROPPED (O_CREAT | O_EXCL | O_NOCTTY)
 
-static bool mode_has_privs(mode_t mode)
-{
-	/* setgid without group-execute is mandatory locking, which writes keep. */
-	return (mode & S_ISUID) || ((mode & S_ISGID) && (mode & S_IXGRP));
-}
-
-/*
- * A write or truncation by anyone but the owner (or root) drops setuid and
- * setgid, as on a local filesystem: the daemon changes the backing file as
- * root, which would keep them. False when caller is root or the owner.
- */
-static bool clear_privs_if_foreign(int fd, uid_t caller)
+/* The daemon writes and truncates as root: a caller's change must drop setuid/setgid itself. */
+static void drop_privs(int fd)
 {
 	struct stat st;
-	if (caller == 0 || fstat(fd, &st) < 0 || st.st_uid == caller)
-		return false;
-	if (mode_has_privs(st.st_mode))
-		fchmod(fd, st.st_mode & ~(mode_t)(S_ISUID | S_ISGID) & 07777);
-	return true;
+	if (fstat(fd, &st) == 0 && fs_mode_has_privs(st.st_mode))
+		fchmod(fd, fs_mode_without_privs(st.st_mode));
 }
 
 static struct fs_file *file_new(int fd, int flags, bool direct, fuse_req_t req,
@@ -45,9 +32,6 @@ static struct fs_file *file_new(int fd, int flags, bool direct, fuse_req_t req,
 	f->data.sync_writes = (flags & O_DSYNC) != 0; /* O_SYNC includes the O_DSYNC bit */
 	f->data.opener_pid = ctx->pid;
 	f->data.opener_uid = ctx->uid;
-	struct stat st;
-	if ((flags & O_ACCMODE) != O_RDONLY && fstat(fd, &st) == 0)
-		atomic_init(&f->check_privs, mode_has_privs(st.st_mode));
 	return f;
 }
 
@@ -146,8 +130,8 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	if (flags & O_TRUNC) /* truncated by root here: the caller's truncation drops them */
-		clear_privs_if_foreign(fd, fuse_req_ctx(req)->uid);
+	if (fs_request_drops_privs()) /* O_TRUNC by a caller without CAP_FSETID */
+		drop_privs(fd);
 	reply_open(req, ino, fi, fd, flags);
 }
 
@@ -257,19 +241,13 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	submit(req, &r);
 }
 
-static void clear_privs_after_foreign_write(struct fs_file *f, uid_t writer)
-{
-	if (atomic_load_explicit(&f->check_privs, memory_order_relaxed) &&
-	    clear_privs_if_foreign(f->data.fd, writer))
-		atomic_store(&f->check_privs, false);
-}
-
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		 struct fuse_file_info *fi)
 {
 	(void)ino;
 	struct fs_file *f = fs_file_of(fi);
-	clear_privs_after_foreign_write(f, fuse_req_ctx(req)->uid);
+	if (fs_request_drops_privs())
+		drop_privs(f->data.fd);
 	struct datapath_req r = {
 		.op = DATAPATH_WRITE,
 		.file = &f->data,
@@ -321,7 +299,9 @@ void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	(void)ino_in;
 	(void)ino_out;
 	struct fs_file *out = fs_file_of(fi_out);
-	clear_privs_after_foreign_write(out, fuse_req_ctx(req)->uid);
+	/* The kernel flags no copy as dropping privileges: anyone but root does. */
+	if (fuse_req_ctx(req)->uid != 0)
+		drop_privs(out->data.fd);
 	struct datapath_req r = {
 		.op = DATAPATH_COPY_RANGE,
 		.file = &fs_file_of(fi_in)->data,

@@ -199,6 +199,63 @@ START_TEST(setuid_cleared_after_foreign_truncate)
 }
 END_TEST
 
+/* As on a local filesystem, the owner's own write drops them too (no CAP_FSETID). */
+START_TEST(setuid_cleared_after_owner_write)
+{
+	int fd = open(test_mnt_path(&M, "suid-owner"), O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(chown(test_mnt_path(&M, "suid-owner"), USER_UID, USER_GID), 0);
+	ck_assert_int_eq(chmod(test_mnt_path(&M, "suid-owner"), 06750), 0);
+	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, write_file_errno,
+				     (void *)test_mnt_path(&M, "suid-owner")), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(test_backing_path(&M, "suid-owner"), &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0750);
+	/* Root's write keeps them (CAP_FSETID). */
+	ck_assert_int_eq(chmod(test_mnt_path(&M, "suid-owner"), 06750), 0);
+	ck_assert_int_eq(write_file_errno((void *)test_mnt_path(&M, "suid-owner")), 0);
+	ck_assert_int_eq(stat(test_backing_path(&M, "suid-owner"), &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 06750);
+}
+END_TEST
+
+/*
+ * The daemon drops setuid/setgid itself (FUSE_HANDLE_KILLPRIV_V2), so the
+ * kernel asks for security.capability once per file, not before every
+ * write: counted in the daemon's request trace (-d).
+ */
+START_TEST(writes_do_not_ask_for_security_capability)
+{
+	char root[512];
+	snprintf(root, sizeof(root), "%s/killpriv-%d", TEST_SCRATCH_DIR, (int)getpid());
+	leftovers_add_dir(root);
+	ck_assert_int_eq(test_sh("mkdir -p '%s/b' '%s/m'", root, root), 0);
+	char mnt[600];
+	snprintf(mnt, sizeof(mnt), "%s/m", root);
+	leftovers_add_mount(mnt);
+	ck_assert_int_eq(test_sh("%s mount '%s/b' '%s' -d 2>'%s/trace' &", FUSESCHED_BIN, root, mnt,
+				 root), 0);
+	for (int i = 0; i < 1000 && !test_is_fuse_mount(mnt); i++)
+		usleep(10000);
+	ck_assert(test_is_fuse_mount(mnt));
+	char path[700];
+	snprintf(path, sizeof(path), "%s/f", mnt);
+	int fd = open(path, O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 50; i++)
+		ck_assert_int_eq(write(fd, "0123456789", 10), 10);
+	close(fd);
+	ck_assert_int_eq(test_sh("umount '%s'", mnt), 0);
+	ck_assert_int_eq(test_sh("for i in $(seq 500); do grep -q 'opcode: RELEASE' '%s/trace' && "
+				 "exit 0; sleep 0.01; done; exit 1", root), 0);
+	ck_assert_int_eq(test_sh("test $(grep -c 'opcode: WRITE' '%s/trace') -ge 50", root), 0);
+	ck_assert_msg(test_sh("test $(grep -c 'opcode: GETXATTR' '%s/trace') -le 2", root) == 0,
+		      "the kernel asked for xattrs on most writes");
+	test_sh("rm -rf '%s'", root);
+}
+END_TEST
+
 START_TEST(dotdot_and_symlinks_stay_inside)
 {
 	/* A secret beside the backing directory, which nothing under the mount may reach. */
@@ -276,6 +333,8 @@ static Suite *security_suite(void)
 	tcase_add_test(tc, supplementary_groups_count);
 	tcase_add_test(tc, setuid_cleared_after_foreign_write);
 	tcase_add_test(tc, setuid_cleared_after_foreign_truncate);
+	tcase_add_test(tc, setuid_cleared_after_owner_write);
+	tcase_add_test(tc, writes_do_not_ask_for_security_capability);
 	tcase_add_test(tc, dotdot_and_symlinks_stay_inside);
 	suite_add_tcase(s, tc);
 	return s;
