@@ -51,7 +51,7 @@ struct engine;
 int engine_new(const struct engine_params *p, struct tenant_table *tenants, struct stats *stats,
 	       struct engine **out, char *err, size_t err_bytes);
 
-/* Starts the reactor thread; returns once its ring is usable, or -errno. */
+/* Starts the reactor thread. */
 int engine_start(struct engine *e);
 
 /*

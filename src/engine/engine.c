@@ -8,7 +8,6 @@
 #include <liburing.h>
 #include <poll.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,8 +64,6 @@ struct engine {
 	pthread_cond_t write_room;
 	pthread_t thread;
 	bool started;
-	sem_t started_sem;         /* posted by the reactor once the ring is usable, or not */
-	int start_result;
 	/* Reactor-only state. */
 	struct sched_queue **queues;   /* by tenant id */
 	uint32_t *queue_weights;
@@ -533,30 +530,20 @@ static void wait_for_events(struct engine *e, uint64_t now)
 	io_uring_submit_and_wait_timeout(&e->ring, &cqe, 1, &ts, NULL);
 }
 
-/*
- * A ring set up for one issuer takes the reactor as that issuer when the
- * reactor enables it. (liburing 2.3 declares io_uring_enable_rings but does
- * not export it.)
- */
-static int enable_ring(struct engine *e)
+/* liburing 2.3 declares io_uring_enable_rings but does not export it. */
+static void enable_ring(struct engine *e)
 {
-	if (!e->ring_disabled)
-		return 0;
-	if (syscall(__NR_io_uring_register, e->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0) {
+	if (syscall(__NR_io_uring_register, e->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
 		fuse_log(FUSE_LOG_ERR, "fusesched: cannot enable the io_uring ring: %s\n",
 			 strerror(errno));
-		return -errno;
-	}
-	return 0;
 }
 
 static void *reactor_main(void *arg)
 {
 	struct engine *e = arg;
-	e->start_result = enable_ring(e);
-	sem_post(&e->started_sem);
-	if (e->start_result < 0)
-		return NULL;
+	/* A ring set up for one issuer takes the reactor as that issuer here. */
+	if (e->ring_disabled)
+		enable_ring(e);
 	arm_wake_read(e);
 	for (;;) {
 		uint64_t now = now_ns();
@@ -689,20 +676,9 @@ fail:
 
 int engine_start(struct engine *e)
 {
-	if (sem_init(&e->started_sem, 0, 0) < 0)
-		return -errno;
 	int r = pthread_create(&e->thread, NULL, reactor_main, e);
-	if (r) {
-		sem_destroy(&e->started_sem);
+	if (r)
 		return -r;
-	}
-	while (sem_wait(&e->started_sem) < 0 && errno == EINTR)
-		;
-	sem_destroy(&e->started_sem);
-	if (e->start_result < 0) {
-		pthread_join(e->thread, NULL);
-		return e->start_result;
-	}
 	e->started = true;
 	return 0;
 }
