@@ -28,6 +28,11 @@ struct fs {
 	struct inode_table *inodes;
 	struct datapath *datapath;
 	atomic_uint_fast64_t fd_exhausted_logged_s; /* rate limit for the EMFILE log line */
+	/*
+	 * Bumped whenever a setattr gives a file setuid/setgid: an open file
+	 * whose writes found none rechecks only then (fs_file.privs_checked).
+	 */
+	atomic_uint_fast64_t privs_epoch;
 };
 
 /* An open regular file: fuse_file_info.fh points at one. */
@@ -35,6 +40,8 @@ struct fs_file {
 	struct fs_handle handle;
 	struct datapath_file data;
 	fuse_ino_t node_id;      /* its descriptor is held (inode_table_fd_hold) while open */
+	/* fs.privs_epoch + 1 when a write last left it without setuid/setgid; 0: never. */
+	atomic_uint_fast64_t privs_checked;
 };
 
 static inline struct fs *fs_of(fuse_req_t req)

@@ -103,6 +103,8 @@ void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set
 		else
 			r = fi ? fchmod(fs_file_of(fi)->data.fd, attr->st_mode)
 			       : chmod(path, attr->st_mode);
+		if (r == 0 && fs_mode_has_privs(attr->st_mode))
+			atomic_fetch_add(&fs->privs_epoch, 1); /* open files look again */
 	}
 	if (r == 0 && (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
 		uid_t uid = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;

@@ -12,11 +12,25 @@
 #define OPEN_FLAGS_DROPPED (O_CREAT | O_EXCL | O_NOCTTY)
 
 /* The daemon writes and truncates as root: a caller's change must drop setuid/setgid itself. */
-static void drop_privs(int fd)
+static bool drop_privs(int fd)
 {
 	struct stat st;
-	if (fstat(fd, &st) == 0 && fs_mode_has_privs(st.st_mode))
-		fchmod(fd, fs_mode_without_privs(st.st_mode));
+	if (fstat(fd, &st) < 0)
+		return false;
+	return !fs_mode_has_privs(st.st_mode) || fchmod(fd, fs_mode_without_privs(st.st_mode)) == 0;
+}
+
+/*
+ * The kernel flags every write of a caller without CAP_FSETID: an open file
+ * is looked at once, and again only after a setattr gave some file the bits,
+ * not with a stat per write.
+ */
+static void drop_privs_of_file(struct fs *fs, struct fs_file *f)
+{
+	uint64_t epoch = atomic_load(&fs->privs_epoch) + 1;
+	if (atomic_load_explicit(&f->privs_checked, memory_order_relaxed) != epoch &&
+	    drop_privs(f->data.fd))
+		atomic_store_explicit(&f->privs_checked, epoch, memory_order_relaxed);
 }
 
 static struct fs_file *file_new(int fd, int flags, bool direct, fuse_req_t req,
@@ -247,7 +261,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	(void)ino;
 	struct fs_file *f = fs_file_of(fi);
 	if (fs_request_drops_privs())
-		drop_privs(f->data.fd);
+		drop_privs_of_file(fs_of(req), f);
 	struct datapath_req r = {
 		.op = DATAPATH_WRITE,
 		.file = &f->data,
@@ -301,7 +315,7 @@ void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	struct fs_file *out = fs_file_of(fi_out);
 	/* The kernel flags no copy as dropping privileges: anyone but root does. */
 	if (fuse_req_ctx(req)->uid != 0)
-		drop_privs(out->data.fd);
+		drop_privs_of_file(fs_of(req), out);
 	struct datapath_req r = {
 		.op = DATAPATH_COPY_RANGE,
 		.file = &fs_file_of(fi_in)->data,

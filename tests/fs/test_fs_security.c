@@ -120,16 +120,23 @@ START_TEST(caller_cannot_create_in_foreign_directory)
 }
 END_TEST
 
-START_TEST(setuid_cleared_after_foreign_write)
+/* NAME below the mount, owned by OWNER:GROUP with MODE (setuid/setgid included), as the backing sees it. */
+static void make_file_with_privs(const char *name, uid_t owner, gid_t group, mode_t mode)
 {
-	int fd = open(test_mnt_path(&M, "suid"), O_CREAT | O_WRONLY, 0644);
+	int fd = open(test_mnt_path(&M, name), O_CREAT | O_WRONLY, 0644);
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	ck_assert_int_eq(chown(test_mnt_path(&M, "suid"), OTHER_UID, OTHER_UID), 0);
-	ck_assert_int_eq(chmod(test_mnt_path(&M, "suid"), 06777), 0);
+	ck_assert_int_eq(chown(test_mnt_path(&M, name), owner, group), 0);
+	ck_assert_int_eq(chmod(test_mnt_path(&M, name), mode), 0);
 	struct stat st;
-	ck_assert_int_eq(stat(test_backing_path(&M, "suid"), &st), 0);
-	ck_assert_int_eq(st.st_mode & 07777, 06777);
+	ck_assert_int_eq(stat(test_backing_path(&M, name), &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, mode);
+}
+
+START_TEST(setuid_cleared_after_foreign_write)
+{
+	make_file_with_privs("suid", OTHER_UID, OTHER_UID, 06777);
+	struct stat st;
 	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, write_file_errno,
 				     (void *)test_mnt_path(&M, "suid")), 0);
 	ck_assert_int_eq(stat(test_backing_path(&M, "suid"), &st), 0);
@@ -174,11 +181,8 @@ START_TEST(setuid_cleared_after_foreign_truncate)
 		ck_assert_int_ge(fd, 0);
 		ck_assert_int_eq(write(fd, "content", 7), 7);
 		close(fd);
-		ck_assert_int_eq(chown(test_mnt_path(&M, name), OTHER_UID, OTHER_UID), 0);
-		ck_assert_int_eq(chmod(test_mnt_path(&M, name), 06777), 0);
+		make_file_with_privs(name, OTHER_UID, OTHER_UID, 06777);
 		struct stat st;
-		ck_assert_int_eq(stat(test_backing_path(&M, name), &st), 0);
-		ck_assert_int_eq(st.st_mode & 07777, 06777);
 		ck_assert_int_eq(test_run_as(USER_UID, USER_GID, truncations[i],
 					     (void *)test_mnt_path(&M, name)), 0);
 		ck_assert_int_eq(stat(test_backing_path(&M, name), &st), 0);
@@ -202,11 +206,7 @@ END_TEST
 /* As on a local filesystem, the owner's own write drops them too (no CAP_FSETID). */
 START_TEST(setuid_cleared_after_owner_write)
 {
-	int fd = open(test_mnt_path(&M, "suid-owner"), O_CREAT | O_WRONLY, 0644);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	ck_assert_int_eq(chown(test_mnt_path(&M, "suid-owner"), USER_UID, USER_GID), 0);
-	ck_assert_int_eq(chmod(test_mnt_path(&M, "suid-owner"), 06750), 0);
+	make_file_with_privs("suid-owner", USER_UID, USER_GID, 06750);
 	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, write_file_errno,
 				     (void *)test_mnt_path(&M, "suid-owner")), 0);
 	struct stat st;
@@ -220,6 +220,29 @@ START_TEST(setuid_cleared_after_owner_write)
 }
 END_TEST
 
+/* As the owner: write, give the open file setuid, write again through the same descriptor. */
+static int write_chmod_write(void *arg)
+{
+	int fd = open(arg, O_WRONLY);
+	if (fd < 0)
+		return errno;
+	int r = write(fd, "a", 1) == 1 && fchmod(fd, 04750) == 0 && write(fd, "b", 1) == 1 ? 0 : errno;
+	close(fd);
+	return r;
+}
+
+/* A file already open when it gets setuid loses it on the next write (the daemon's check is per file, not per write). */
+START_TEST(setuid_given_while_open_cleared_by_next_write)
+{
+	make_file_with_privs("suid-later", USER_UID, USER_GID, 0750);
+	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, write_chmod_write,
+				     (void *)test_mnt_path(&M, "suid-later")), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(test_backing_path(&M, "suid-later"), &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0750);
+}
+END_TEST
+
 /*
  * The daemon drops setuid/setgid itself (FUSE_HANDLE_KILLPRIV_V2), so the
  * kernel asks for security.capability once per file, not before every
@@ -227,15 +250,11 @@ END_TEST
  */
 START_TEST(writes_do_not_ask_for_security_capability)
 {
-	char root[512];
-	snprintf(root, sizeof(root), "%s/killpriv-%d", TEST_SCRATCH_DIR, (int)getpid());
-	leftovers_add_dir(root);
-	ck_assert_int_eq(test_sh("mkdir -p '%s/b' '%s/m'", root, root), 0);
-	char mnt[600];
-	snprintf(mnt, sizeof(mnt), "%s/m", root);
-	leftovers_add_mount(mnt);
-	ck_assert_int_eq(test_sh("%s mount '%s/b' '%s' -d 2>'%s/trace' &", FUSESCHED_BIN, root, mnt,
-				 root), 0);
+	struct test_mount d;
+	test_mount_dirs(&d);
+	const char *root = d.root, *mnt = d.mnt;
+	ck_assert_int_eq(test_sh("%s mount '%s' '%s' -d 2>'%s/trace' &", FUSESCHED_BIN, d.backing,
+				 mnt, root), 0);
 	for (int i = 0; i < 1000 && !test_is_fuse_mount(mnt); i++)
 		usleep(10000);
 	ck_assert(test_is_fuse_mount(mnt));
@@ -334,6 +353,7 @@ static Suite *security_suite(void)
 	tcase_add_test(tc, setuid_cleared_after_foreign_write);
 	tcase_add_test(tc, setuid_cleared_after_foreign_truncate);
 	tcase_add_test(tc, setuid_cleared_after_owner_write);
+	tcase_add_test(tc, setuid_given_while_open_cleared_by_next_write);
 	tcase_add_test(tc, writes_do_not_ask_for_security_capability);
 	tcase_add_test(tc, dotdot_and_symlinks_stay_inside);
 	suite_add_tcase(s, tc);
