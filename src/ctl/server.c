@@ -34,7 +34,6 @@
 #define CTL_SAMPLE_NS CTL_NS_PER_S
 /* How long a new daemon waits for the daemon of a just-unmounted mount to give up the socket. */
 #define CTL_BIND_WAIT_MS 3000u
-#define CTL_BIND_WAIT_TEXT "3 s"
 
 uint64_t ctl_now_ns(void)
 {
@@ -165,11 +164,14 @@ static int ctl_socket_bind(struct ctl_server *s, const char *group, char *err, s
 			 * The daemon of a mount that was just unmounted still holds
 			 * it for a moment: `umount; fusesched mount` must work.
 			 */
-			if (waited_ms >= CTL_BIND_WAIT_MS)
-				return fail(err, err_bytes, -EADDRINUSE,
-					    "%s is in use by a running fusesched daemon (waited "
-					    CTL_BIND_WAIT_TEXT " for it to exit; another mount "
-					    "configured with the same socket?)", s->socket_path);
+			if (waited_ms >= CTL_BIND_WAIT_MS) {
+				char what[sizeof(s->socket_path) + 128];
+				snprintf(what, sizeof(what),
+					 "%s is in use by a running fusesched daemon (waited %u ms "
+					 "for it to exit; another mount configured with the same "
+					 "socket?)", s->socket_path, waited_ms);
+				return fail(err, err_bytes, -EADDRINUSE, "%s", what);
+			}
 			usleep(50 * 1000);
 			waited_ms += 50;
 			continue;

@@ -321,24 +321,20 @@ END_TEST
 /* `umount; fusesched mount` at once, as scripts do: the new daemon gets the socket. */
 START_TEST(mounting_again_right_after_unmount_works)
 {
-	char root[512];
-	snprintf(root, sizeof(root), "%s/ctl-remount-%d", TEST_SCRATCH_DIR, (int)getpid());
-	leftovers_add_dir(root);
-	ck_assert_int_eq(test_sh("mkdir -p '%s/b' '%s/m'", root, root), 0);
-	char mnt[600];
-	snprintf(mnt, sizeof(mnt), "%s/m", root);
-	leftovers_add_mount(mnt);
+	struct test_mount d;
+	test_mount_dirs(&d);
+	const char *mnt = d.mnt;
 	for (int i = 0; i < 5; i++) {
 		int status;
-		char *out = ctl_test_capture(&status, "%s mount '%s/b' '%s' 2>&1 && umount '%s' && "
-					     "%s mount '%s/b' '%s' 2>&1", FUSESCHED_BIN, root, mnt,
-					     mnt, FUSESCHED_BIN, root, mnt);
+		char *out = ctl_test_capture(&status, "%s mount '%s' '%s' 2>&1 && umount '%s' && "
+					     "%s mount '%s' '%s' 2>&1", FUSESCHED_BIN, d.backing, mnt,
+					     mnt, FUSESCHED_BIN, d.backing, mnt);
 		ck_assert_msg(status == 0, "round %d: %s", i, out);
 		free(out);
 		ck_assert(test_is_fuse_mount(mnt));
 		ck_assert_int_eq(test_sh("umount '%s'", mnt), 0);
 	}
-	test_sh("rm -rf '%s'", root);
+	test_sh("rm -rf '%s'", d.root);
 }
 END_TEST
 

@@ -88,8 +88,7 @@ void test_mount_start(struct test_mount *m, const char *const *extra_args)
 	test_mount_start_under(m, NULL, extra_args);
 }
 
-void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
-			    const char *const *extra_args)
+void test_mount_dirs(struct test_mount *m)
 {
 	memset(m, 0, sizeof(*m));
 	/* Under the build tree, not /tmp: the backing must support user xattrs and O_DIRECT. */
@@ -105,6 +104,13 @@ void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
 	if (mkdir(m->backing, 0777) < 0 || mkdir(m->mnt, 0755) < 0)
 		die("mkdir");
 	chmod(m->backing, 01777); /* other users' tests create files in it */
+	leftovers_add_mount(m->mnt);
+}
+
+void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
+			    const char *const *extra_args)
+{
+	test_mount_dirs(m);
 	const char *argv[64];
 	int argc = 0;
 	for (int i = 0; wrapper && wrapper[i] && argc < 32; i++)
@@ -117,7 +123,6 @@ void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
 	argv[argc] = NULL;
 	/* A wrapper (valgrind) starts slowly: wait up to 60 s instead of 10. */
 	int wait_polls = wrapper ? 6000 : 1000;
-	leftovers_add_mount(m->mnt);
 	m->daemon_pid = fork();
 	if (m->daemon_pid < 0)
 		die("fork");

@@ -21,6 +21,12 @@ struct test_mount {
  * test makes inside them (under the backing directory) it records itself.
  */
 void test_mount_start(struct test_mount *m, const char *const *extra_args);
+/*
+ * Only the directories (ROOT, its backing and mnt), recorded for the
+ * runner's cleanup as test_mount_start does, for a test that mounts by
+ * itself (daemonized, with its own redirections).
+ */
+void test_mount_dirs(struct test_mount *m);
 /* The same with the daemon run under a wrapper command (argv prefix, e.g. valgrind). */
 void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
 			    const char *const *extra_args);
