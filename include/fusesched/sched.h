@@ -92,6 +92,7 @@ struct sched_params {
 	uint64_t small_sync_write_bytes;	/* 16 KiB: "small" sync writes inject */
 	uint32_t inject_slowdown_pct;		/* 150: back off past 1.5x baseline */
 	uint64_t inject_reprobe_ns;		/* 100 ms: retry a zero injection limit */
+	uint64_t quiet_every_ns;		/* 1 s: measure a tenant's cycle alone; 0: never */
 	uint64_t waker_gap_ns;			/* 1 ms, and at most half the think time */
 	uint32_t waker_hits;			/* 3: repeats that make a waker */
 	uint64_t waker_window_ns;		/* 1 s: hits must fall within this */

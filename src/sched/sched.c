@@ -33,6 +33,20 @@ struct sched_queue {
 	uint64_t budget_bytes, slice_service_bytes;
 	uint64_t last_complete_ns, think_ns;
 	uint32_t think_samples;
+	/*
+	 * Its think time and cycle (think plus service) while it had the store
+	 * to itself: through FUSE the others' requests slow a tenant mostly in
+	 * the CPU its callers need between requests, which service time alone
+	 * does not show (see cycle_learn).
+	 */
+	uint64_t think_alone_ns;
+	uint32_t think_alone_samples;
+	bool cycle_open;			/* emptied at its last completion */
+	bool cycle_shared;			/* others were at the store then */
+	uint64_t cycle_dispatch_seq, cycle_inject_seq, cycle_waker_seq; /* sched's counters then */
+	uint64_t cycle_base_ns;			/* 0: never seen alone */
+	uint32_t quiet_left;			/* cycles still to run with nobody injected */
+	uint64_t quiet_start_ns;
 	uint64_t last_end_offset;
 	uint32_t seek_score;			/* 0..1024, EWMA of "was a seek" */
 	uint64_t svc_base_ns;			/* service time with nothing else in flight */
@@ -46,6 +60,8 @@ struct sched_queue {
 	uint32_t waker_misses;
 	bool has_waker;
 	uint64_t waker_id;
+	uint64_t waker_spurned_id;		/* injected as its waker, it slowed it down */
+	uint64_t waker_spurned_until_ns;
 
 	uint64_t served_ops, served_bytes, charged_bytes, idle_windows, idle_ns;
 	uint64_t injected_ops[SCHED_INJECT_NR];
@@ -75,6 +91,8 @@ struct sched {
 	uint64_t max_finish_vt;
 
 	uint32_t inflight, pending, nbusy, async_inflight;
+	uint64_t dispatch_seq, inject_seq;	/* requests dispatched, injected so far */
+	uint64_t waker_inject_seq;		/* of those injected, as a waker */
 	uint64_t gap_wsum;			/* weights of the queues in_gap */
 	uint64_t last_sync_ns;			/* last sync arrival, 0: none yet */
 	struct recent_completion recent[RECENT_COMPLETIONS];
@@ -109,6 +127,7 @@ void sched_params_default(struct sched_params *p)
 		.small_sync_write_bytes = 16 << 10,
 		.inject_slowdown_pct = 150,
 		.inject_reprobe_ns = 100000000,
+		.quiet_every_ns = 1000000000,
 		.waker_gap_ns = 1000000,
 		.waker_hits = 3,
 		.waker_window_ns = 1000000000,
@@ -405,7 +424,11 @@ static bool queue_idle_worthy(const struct sched *s, const struct sched_queue *q
 		return false;
 	if (s->p.idle_fixed_ns || !q->think_samples)
 		return true;
-	return q->think_ns * s->p.idle_think_pct / 100 <= s->p.idle_max_ns;
+	/* Judged by how soon it comes back when the others let it: their load
+	 * stretching its think time must not cost it its idle window. */
+	uint64_t think = q->think_alone_samples && q->think_alone_ns < q->think_ns
+				 ? q->think_alone_ns : q->think_ns;
+	return think * s->p.idle_think_pct / 100 <= s->p.idle_max_ns;
 }
 
 static void vt_note_finish(struct sched *s, const struct sched_queue *q)
@@ -652,6 +675,7 @@ static void req_start(struct sched *s, struct sched_queue *q, struct sched_req *
 	r->store_share_start = s->store_share;
 	r->dispatch_ns = now_ns;
 	r->others_inflight = s->inflight - q->inflight;
+	s->dispatch_seq++;
 	q->inflight++;
 	s->inflight++;
 	s->async_inflight += !r->sync;
@@ -673,8 +697,11 @@ static struct sched_req *queue_take(struct sched *s, struct sched_queue *q, int 
 	struct sched_req *r = queue_pop(s, q);
 	req_start(s, q, r, now_ns);
 	r->charge_bytes = (r->op == SCHED_OP_READ || r->op == SCHED_OP_WRITE) ? r->bytes : 0;
-	if (kind >= 0)
+	if (kind >= 0) {
 		q->injected_ops[kind]++;
+		s->inject_seq++;
+		s->waker_inject_seq += kind == SCHED_INJECT_WAKER;
+	}
 	sync_list_update(s, q);
 	queue_charge(s, q, r->charge_bytes);
 	if (q == s->in_service) {
@@ -706,7 +733,7 @@ static bool queue_head_fits(const struct sched *s, const struct sched_queue *q, 
  * how little harm they do to it. */
 static struct sched_req *inject(struct sched *s, struct sched_queue *g, uint64_t now_ns)
 {
-	if (!s->p.inject_enable)
+	if (!s->p.inject_enable || g->quiet_left)
 		return NULL;
 	if (s->holding) {
 		/* g still has the store busy: nothing of it waits on a waker, and
@@ -849,7 +876,8 @@ static void waker_detect(struct sched *s, struct sched_queue *q, uint64_t now_ns
 		q->waker_cand_hits = 0;
 		return;
 	}
-	if (q->waker_cand_hits >= s->p.waker_hits) {
+	if (q->waker_cand_hits >= s->p.waker_hits &&
+	    (q->waker_cand != q->waker_spurned_id || now_ns >= q->waker_spurned_until_ns)) {
 		q->has_waker = true;
 		q->waker_id = q->waker_cand;
 		q->waker_misses = 0;
@@ -869,9 +897,16 @@ void sched_enqueue(struct sched *s, struct sched_req *r, uint64_t now_ns)
 			uint64_t think = now_ns - q->last_complete_ns;
 			q->think_ns = q->think_samples ? (q->think_ns * 7 + think) / 8 : think;
 			q->think_samples++;
+			if (q->cycle_open && !q->cycle_shared && s->dispatch_seq == q->cycle_dispatch_seq) {
+				q->think_alone_ns = q->think_alone_samples
+							    ? (q->think_alone_ns * 7 + think) / 8 : think;
+				q->think_alone_samples++;
+			}
 		}
 		waker_detect(s, q, now_ns);
 		s->nbusy++;
+	} else {
+		q->cycle_open = false;	/* more than one at a time: no think-time cycle */
 	}
 	q->last_sync = r->sync;
 	if (r->sync)
@@ -963,10 +998,76 @@ static uint64_t time_charge_extra(const struct sched *s, const struct sched_queu
 	return t > r->charge_bytes ? t - r->charge_bytes : 0;
 }
 
+/*
+ * A tenant that issues one request at a time, waits, thinks and issues the
+ * next, runs at one request per cycle. When the cycles in which others were
+ * injected take longer than inject_slowdown_pct of its cycles alone, the
+ * injection limit halves and a waker injected in them is forgotten, however
+ * fast its requests were served: on a 2-core host a deep reader injected
+ * next to a depth-1 one left the store's service time unchanged and cut the
+ * depth-1 reader to a tenth of its solo rate, through the CPU its callers
+ * waited for. A cycle alone needs the others' requests gone, so every
+ * quiet_every_ns the tenant runs quiet cycles with nobody injected until
+ * the store has drained and one cycle was alone (at most QUIET_CYCLES).
+ * Returns true when slowed. Called for every completion, before
+ * last_complete_ns moves.
+ */
+#define QUIET_CYCLES 8
+
+static bool cycle_learn(struct sched *s, struct sched_queue *q, const struct sched_req *r,
+			uint64_t now_ns)
+{
+	bool open = q->cycle_open && q->has_completed;
+	uint64_t cycle = now_ns - q->last_complete_ns;
+	bool alone = s->dispatch_seq == q->cycle_dispatch_seq + 1 && !r->others_inflight &&
+		     !q->cycle_shared;
+	bool injected = s->inject_seq != q->cycle_inject_seq;
+	bool waker_injected = s->waker_inject_seq != q->cycle_waker_seq;
+	q->cycle_open = !queue_busy(q);
+	q->cycle_shared = s->inflight > q->inflight;
+	q->cycle_dispatch_seq = s->dispatch_seq;
+	q->cycle_inject_seq = s->inject_seq;
+	q->cycle_waker_seq = s->waker_inject_seq;
+	if (q->quiet_left)
+		q->quiet_left = alone && open ? 0 : q->quiet_left - 1;
+	if (!open || q != s->in_service)
+		return false;
+	if (q->cycle_open && !q->quiet_left && s->nbusy > 1 && s->p.quiet_every_ns &&
+	    (!q->quiet_start_ns || now_ns - q->quiet_start_ns >= s->p.quiet_every_ns)) {
+		q->quiet_left = QUIET_CYCLES;
+		q->quiet_start_ns = now_ns ? now_ns : 1;
+	}
+	if (alone) {
+		/* Down fast, up slowly: a cycle alone is stretched by whatever
+		 * else the host runs, never shortened. */
+		if (!q->cycle_base_ns || cycle < q->cycle_base_ns)
+			q->cycle_base_ns = q->cycle_base_ns ? (q->cycle_base_ns + cycle) / 2 : cycle;
+		else
+			q->cycle_base_ns += (cycle - q->cycle_base_ns) / 16;
+		return false;
+	}
+	if (!injected || !q->cycle_base_ns ||
+	    cycle * 100 <= q->cycle_base_ns * s->p.inject_slowdown_pct)
+		return false;
+	/* A real waker brings the tenant back sooner: this one is a busy
+	 * neighbour whose completions happen to precede its requests. */
+	if (waker_injected && q->has_waker) {
+		q->has_waker = false;
+		q->waker_spurned_id = q->waker_id;
+		q->waker_spurned_until_ns = now_ns + s->p.waker_window_ns;
+	}
+	if (q->inject_limit) {
+		q->inject_limit /= 2;
+		if (!q->inject_limit)
+			q->inject_zero_ns = now_ns;
+	}
+	return true;
+}
+
 /* Injection is worth it while the idled tenant's requests do not take
  * longer than inject_slowdown_pct of their service time alone. */
 static void inject_learn(struct sched *s, struct sched_queue *q, const struct sched_req *r,
-			 uint64_t svc_ns, uint64_t now_ns)
+			 uint64_t svc_ns, bool cycle_slowed, uint64_t now_ns)
 {
 	if (!r->others_inflight) {
 		q->svc_base_ns = q->svc_base_ns ? (q->svc_base_ns * 3 + svc_ns) / 4 : svc_ns;
@@ -978,6 +1079,8 @@ static void inject_learn(struct sched *s, struct sched_queue *q, const struct sc
 	if (!q->svc_base_ns && q->svc_samples >= 16)
 		q->svc_base_ns = q->svc_min_ns;
 	if (!q->svc_base_ns)
+		return;
+	if (cycle_slowed)
 		return;
 	if (svc_ns * 100 <= q->svc_base_ns * s->p.inject_slowdown_pct) {
 		if (r->others_inflight >= q->inject_limit)
@@ -1006,6 +1109,7 @@ void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	s->async_inflight -= !r->sync;
 	q->served_ops++;
 	q->served_bytes += r->bytes;
+	bool cycle_slowed = s->p.policy == SCHED_POLICY_BFQ && cycle_learn(s, q, r, now_ns);
 	q->last_complete_ns = now_ns;
 	q->has_completed = true;
 	if (!queue_busy(q)) {
@@ -1024,7 +1128,7 @@ void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
 		return;
 	}
 	queue_charge(s, q, time_charge_extra(s, q, r, share_ns));
-	inject_learn(s, q, r, svc, now_ns);
+	inject_learn(s, q, r, svc, cycle_slowed, now_ns);
 	queue_weight_drop(s, q);
 	if (q == s->in_service && !queue_busy(q)) {
 		s->holding = false;

@@ -4,6 +4,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define US 1000ull
@@ -358,6 +359,109 @@ START_TEST(waker_detected)
 	ck_assert(st.has_waker);	/* and the other way round */
 	ck_assert_uint_eq(st.waker_id, 1);
 	sched_free(s);
+}
+END_TEST
+
+/*
+ * A depth-1 reader (w800) next to a deep one (w100) on a parallel store:
+ * every request takes 50 us at the store whatever else is there. With
+ * contention, the reader's think time grows from 30 us to 300 us whenever
+ * the deep reader has requests at the store while it thinks: through FUSE
+ * on a small host the others' requests cost the reader's callers CPU, not
+ * store time. Returns the reader's completions in 2 virtual seconds.
+ */
+#define D1_DEEP 24
+static uint64_t depth1_next_to_deep(bool contention, bool with_deep, uint32_t *inject_limit,
+				    uint64_t *deep_done)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 32);
+	struct sched_queue *sq = queue(s, 1, 800), *dq = queue(s, 2, 100);
+	struct sched_req sr, dr[D1_DEEP];
+	uint64_t done_at[D1_DEEP + 1];  /* by slot; D1_DEEP is the reader's */
+	bool busy[D1_DEEP + 1] = {false};
+	uint64_t now = 0, arrive = 0, end = 2000000 * US, shallow_done = 0;
+	uint32_t deep_inflight = 0;
+	bool stretched = false;  /* this think time already paid for the contention */
+	bool reader_waiting = true;  /* its next request is not yet issued */
+	*deep_done = 0;
+	for (int i = 0; with_deep && i < D1_DEEP; i++) {
+		req_init(&dr[i], dq, SCHED_OP_READ, 4096);
+		dr[i].sync = true;
+		sched_enqueue(s, &dr[i], now);
+	}
+	while (now < end) {
+		if (reader_waiting && arrive <= now) {
+			req_init(&sr, sq, SCHED_OP_READ, 4096);
+			sr.sync = true;
+			sched_enqueue(s, &sr, now);
+			reader_waiting = false;
+		}
+		for (struct sched_req *r; (r = sched_dispatch(s, now));) {
+			int slot = r == &sr ? D1_DEEP : (int)(r - dr);
+			busy[slot] = true;
+			done_at[slot] = now + 50 * US;
+			if (slot == D1_DEEP)
+				continue;
+			deep_inflight++;
+			if (contention && reader_waiting && !stretched) {
+				arrive = now + 300 * US;
+				stretched = true;
+			}
+		}
+		/* the next event: a completion, the reader's arrival or a timer */
+		uint64_t next = sched_next_deadline(s);
+		if (reader_waiting && arrive < next)
+			next = arrive;
+		for (int i = 0; i <= D1_DEEP; i++)
+			if (busy[i] && done_at[i] < next)
+				next = done_at[i];
+		ck_assert_uint_ne(next, SCHED_DEADLINE_NONE);
+		now = next > now ? next : now;
+		for (int i = 0; i <= D1_DEEP; i++) {
+			if (!busy[i] || done_at[i] > now)
+				continue;
+			busy[i] = false;
+			if (i == D1_DEEP) {
+				sched_complete(s, &sr, now);
+				shallow_done++;
+				stretched = contention && deep_inflight;
+				arrive = now + (stretched ? 300 : 30) * US;
+				reader_waiting = true;
+			} else {
+				sched_complete(s, &dr[i], now);
+				deep_inflight--;
+				(*deep_done)++;
+				req_init(&dr[i], dq, SCHED_OP_READ, 4096);  /* always backlogged */
+				dr[i].sync = true;
+				sched_enqueue(s, &dr[i], now);
+			}
+		}
+		if (sched_next_deadline(s) <= now)
+			sched_timer(s, now);
+	}
+	struct sched_queue_stats st;
+	sched_queue_stats(sq, &st);
+	*inject_limit = st.inject_limit;
+	sched_free(s);
+	return shallow_done;
+}
+
+/* Injection that slows the idled tenant's cycles stops, even when its
+ * requests are served as fast as alone; injection that does not, stays. */
+START_TEST(injection_backs_off_when_cycles_slow)
+{
+	uint32_t limit;
+	uint64_t deep_done;
+	uint64_t solo = depth1_next_to_deep(true, false, &limit, &deep_done);
+	ck_assert_uint_gt(solo, 20000);  /* 80 us per cycle */
+	uint64_t contended = depth1_next_to_deep(true, true, &limit, &deep_done);
+	/* Unchecked, every cycle would take 350 us: 5,700 in 2 s. */
+	ck_assert_uint_ge(contended * 100, solo * 85);
+	ck_assert_uint_gt(deep_done, 0);  /* the deep reader still gets its share */
+	uint64_t harmless = depth1_next_to_deep(false, true, &limit, &deep_done);
+	ck_assert_uint_ge(harmless * 10, solo * 9);
+	ck_assert_uint_gt(limit, 0);
+	ck_assert_uint_gt(deep_done, contended);  /* it used the idle gaps */
 }
 END_TEST
 
@@ -751,6 +855,7 @@ int main(void)
 	tcase_add_test(tc, vtime_after_long_idle);
 	tcase_add_test(tc, no_credit_for_staying_away);
 	tcase_add_test(tc, waker_detected);
+	tcase_add_test(tc, injection_backs_off_when_cycles_slow);
 	tcase_add_test(tc, fsync_charged_by_time_held);
 	tcase_add_test(tc, time_charge_shared_within_batch);
 	tcase_add_test(tc, deep_tenant_away_keeps_place);
