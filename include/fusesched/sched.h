@@ -135,6 +135,7 @@ struct sched_queue_stats {
 	uint64_t expirations[SCHED_EXPIRE_NR];
 	uint64_t budget_bytes;
 	uint64_t think_ns;			/* learned think time, 0 if unknown */
+	uint64_t cycle_alone_ns;		/* think + service with the store to itself, 0 if unseen */
 	uint32_t inject_limit;
 	bool has_waker;
 	uint64_t waker_id;

@@ -450,6 +450,7 @@ static struct json_object *ctl_row_json(const struct ctl_row *r, double target, 
 	json_object_object_add(t, "expirations", exp);
 	add_u64(t, "budget_bytes", q->budget_bytes);
 	add_u64(t, "think_ns", q->think_ns);
+	add_u64(t, "cycle_alone_ns", q->cycle_alone_ns);
 	add_u64(t, "inject_limit", q->inject_limit);
 	return t;
 }

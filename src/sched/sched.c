@@ -1218,6 +1218,7 @@ void sched_queue_stats(const struct sched_queue *q, struct sched_queue_stats *st
 		.idle_ns = q->idle_ns,
 		.budget_bytes = q->budget_bytes,
 		.think_ns = q->think_ns,
+		.cycle_alone_ns = q->cycle_base_ns,
 		.inject_limit = q->inject_limit,
 		.has_waker = q->has_waker,
 		.waker_id = q->waker_id,

@@ -387,7 +387,7 @@ static const struct {
 	{"expirations.timeout", json_type_int}, {"expirations.emptied", json_type_int},
 	{"expirations.too_idle", json_type_int}, {"expirations.preempted", json_type_int},
 	{"budget_bytes", json_type_int}, {"think_ns", json_type_int},
-	{"inject_limit", json_type_int},
+	{"cycle_alone_ns", json_type_int}, {"inject_limit", json_type_int},
 };
 
 static struct json_object *at(struct json_object *o, const char *path, bool *present)

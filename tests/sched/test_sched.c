@@ -372,7 +372,7 @@ END_TEST
  */
 #define D1_DEEP 24
 static uint64_t depth1_next_to_deep(bool contention, bool with_deep, uint32_t *inject_limit,
-				    uint64_t *deep_done)
+				    uint64_t *deep_done, uint64_t *cycle_alone_ns)
 {
 	struct sched *s = new_sched(SCHED_POLICY_BFQ, 32);
 	struct sched_queue *sq = queue(s, 1, 800), *dq = queue(s, 2, 100);
@@ -442,6 +442,7 @@ static uint64_t depth1_next_to_deep(bool contention, bool with_deep, uint32_t *i
 	struct sched_queue_stats st;
 	sched_queue_stats(sq, &st);
 	*inject_limit = st.inject_limit;
+	*cycle_alone_ns = st.cycle_alone_ns;
 	sched_free(s);
 	return shallow_done;
 }
@@ -451,14 +452,15 @@ static uint64_t depth1_next_to_deep(bool contention, bool with_deep, uint32_t *i
 START_TEST(injection_backs_off_when_cycles_slow)
 {
 	uint32_t limit;
-	uint64_t deep_done;
-	uint64_t solo = depth1_next_to_deep(true, false, &limit, &deep_done);
+	uint64_t deep_done, cycle_ns;
+	uint64_t solo = depth1_next_to_deep(true, false, &limit, &deep_done, &cycle_ns);
 	ck_assert_uint_gt(solo, 20000);  /* 80 us per cycle */
-	uint64_t contended = depth1_next_to_deep(true, true, &limit, &deep_done);
+	uint64_t contended = depth1_next_to_deep(true, true, &limit, &deep_done, &cycle_ns);
 	/* Unchecked, every cycle would take 350 us: 5,700 in 2 s. */
 	ck_assert_uint_ge(contended * 100, solo * 85);
+	ck_assert_uint_eq(cycle_ns, 80 * US);  /* the baseline is its cycle alone */
 	ck_assert_uint_gt(deep_done, 0);  /* the deep reader still gets its share */
-	uint64_t harmless = depth1_next_to_deep(false, true, &limit, &deep_done);
+	uint64_t harmless = depth1_next_to_deep(false, true, &limit, &deep_done, &cycle_ns);
 	ck_assert_uint_ge(harmless * 10, solo * 9);
 	ck_assert_uint_gt(limit, 0);
 	ck_assert_uint_gt(deep_done, contended);  /* it used the idle gaps */
