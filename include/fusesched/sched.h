@@ -70,7 +70,16 @@ enum sched_inject {
  * returns), then the store waits for it until it is back or the window
  * ends. Through FUSE on a loaded host the CPU, not the store, is what the
  * tenants share: what the others would get in the gap is CPU its callers
- * need to come back. 0: an emptied queue is idle at once (plain WF2Q+). */
+ * need to come back. 0: an emptied queue is idle at once (plain WF2Q+).
+ *
+ * inject_slowdown_pct: while a tenant is idled for, others are injected as
+ * long as its requests' service time and, for a tenant of one request at a
+ * time, its whole cycle (think time plus service) stay within this much of
+ * what they are alone; past it the limit shrinks (a slowed cycle halves it
+ * and drops a waker injected in it). The cycle alone is measured every
+ * quiet_every_ns in a few quiet cycles with nobody injected: through FUSE
+ * the others' requests cost a depth-1 tenant's callers CPU, which service
+ * time does not show. */
 
 /* Every tunable. Defaults (sched_params_default) suit a daemon in front of a
  * fast parallel store where FUSE think times are tens of microseconds. */
