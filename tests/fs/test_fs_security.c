@@ -120,6 +120,14 @@ START_TEST(caller_cannot_create_in_foreign_directory)
 }
 END_TEST
 
+/* The permission bits (setuid/setgid included) of NAME as the backing sees it. */
+static mode_t backing_mode(const char *name)
+{
+	struct stat st;
+	ck_assert_int_eq(stat(test_backing_path(&M, name), &st), 0);
+	return st.st_mode & 07777;
+}
+
 /* NAME below the mount, owned by OWNER:GROUP with MODE (setuid/setgid included), as the backing sees it. */
 static void make_file_with_privs(const char *name, uid_t owner, gid_t group, mode_t mode)
 {
@@ -128,9 +136,7 @@ static void make_file_with_privs(const char *name, uid_t owner, gid_t group, mod
 	close(fd);
 	ck_assert_int_eq(chown(test_mnt_path(&M, name), owner, group), 0);
 	ck_assert_int_eq(chmod(test_mnt_path(&M, name), mode), 0);
-	struct stat st;
-	ck_assert_int_eq(stat(test_backing_path(&M, name), &st), 0);
-	ck_assert_int_eq(st.st_mode & 07777, mode);
+	ck_assert_int_eq(backing_mode(name), mode);
 }
 
 START_TEST(setuid_cleared_after_foreign_write)
@@ -197,9 +203,7 @@ START_TEST(setuid_cleared_after_foreign_truncate)
 	close(fd);
 	ck_assert_int_eq(chmod(test_mnt_path(&M, "suid-own"), 06777), 0);
 	ck_assert_int_eq(truncate(test_mnt_path(&M, "suid-own"), 5), 0);
-	struct stat st;
-	ck_assert_int_eq(stat(test_backing_path(&M, "suid-own"), &st), 0);
-	ck_assert_int_eq(st.st_mode & 07777, 06777);
+	ck_assert_int_eq(backing_mode("suid-own"), 06777);
 }
 END_TEST
 
@@ -209,14 +213,11 @@ START_TEST(setuid_cleared_after_owner_write)
 	make_file_with_privs("suid-owner", USER_UID, USER_GID, 06750);
 	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, write_file_errno,
 				     (void *)test_mnt_path(&M, "suid-owner")), 0);
-	struct stat st;
-	ck_assert_int_eq(stat(test_backing_path(&M, "suid-owner"), &st), 0);
-	ck_assert_int_eq(st.st_mode & 07777, 0750);
+	ck_assert_int_eq(backing_mode("suid-owner"), 0750);
 	/* Root's write keeps them (CAP_FSETID). */
 	ck_assert_int_eq(chmod(test_mnt_path(&M, "suid-owner"), 06750), 0);
 	ck_assert_int_eq(write_file_errno((void *)test_mnt_path(&M, "suid-owner")), 0);
-	ck_assert_int_eq(stat(test_backing_path(&M, "suid-owner"), &st), 0);
-	ck_assert_int_eq(st.st_mode & 07777, 06750);
+	ck_assert_int_eq(backing_mode("suid-owner"), 06750);
 }
 END_TEST
 
@@ -237,9 +238,7 @@ START_TEST(setuid_given_while_open_cleared_by_next_write)
 	make_file_with_privs("suid-later", USER_UID, USER_GID, 0750);
 	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, write_chmod_write,
 				     (void *)test_mnt_path(&M, "suid-later")), 0);
-	struct stat st;
-	ck_assert_int_eq(stat(test_backing_path(&M, "suid-later"), &st), 0);
-	ck_assert_int_eq(st.st_mode & 07777, 0750);
+	ck_assert_int_eq(backing_mode("suid-later"), 0750);
 }
 END_TEST
 
