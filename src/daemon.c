@@ -454,7 +454,8 @@ int daemon_run(const struct daemon_options *o)
 		openlog("fusesched", LOG_PID, LOG_DAEMON);
 		fuse_set_log_func(log_to_syslog);
 	}
-	/* After daemonizing: the reactor thread must live in the daemon process. */
+	/* After daemonizing: the reactor thread and the pages of the registered
+	 * buffers must be the daemon process's. */
 	if (engine_start(engine) < 0) {
 		fprintf(stderr, "fusesched: cannot start the io_uring engine thread\n");
 		goto out_unmount;

@@ -51,7 +51,11 @@ struct engine;
 int engine_new(const struct engine_params *p, struct tenant_table *tenants, struct stats *stats,
 	       struct engine **out, char *err, size_t err_bytes);
 
-/* Starts the reactor thread. */
+/*
+ * Registers the I/O buffers with the ring and starts the reactor thread. Call
+ * it in the process that serves, after any fork (daemonizing): registered
+ * pages belong to the process that registers them.
+ */
 int engine_start(struct engine *e);
 
 /*

@@ -566,7 +566,10 @@ static void *reactor_main(void *arg)
 /*
  * Registered, the arena's pages are pinned once instead of on every direct
  * I/O. Without it (RLIMIT_MEMLOCK and no CAP_IPC_LOCK) the same buffers are
- * used unregistered: slower, still correct.
+ * used unregistered: slower, still correct. Done in the process that serves:
+ * the pinned pages are the registering process's, and after a fork (the
+ * mount going to the background) the daemon's copies of them would never be
+ * what the kernel reads or writes.
  */
 static void register_buffers(struct engine *e)
 {
@@ -629,7 +632,6 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 		io_uring_queue_exit(&e->ring);
 		goto fail;
 	}
-	register_buffers(e);
 	/*
 	 * valgrind runs one thread at a time and does not know io_uring_enter
 	 * may block: the reactor would sleep holding it and every FUSE worker
@@ -648,6 +650,8 @@ fail:
 
 int engine_start(struct engine *e)
 {
+	if (!e->buffers_registered)
+		register_buffers(e);
 	int r = pthread_create(&e->thread, NULL, reactor_main, e);
 	if (r)
 		return -r;
