@@ -94,6 +94,7 @@ struct sched {
 	uint64_t dispatch_seq, inject_seq;	/* requests dispatched, injected so far */
 	uint64_t waker_inject_seq;		/* of those injected, as a waker */
 	uint64_t gap_wsum;			/* weights of the queues in_gap */
+	uint32_t nmulti;			/* queues with 2+ requests queued or in flight */
 	uint64_t last_sync_ns;			/* last sync arrival, 0: none yet */
 	struct recent_completion recent[RECENT_COMPLETIONS];
 	uint32_t recent_next;
@@ -412,6 +413,21 @@ static uint64_t idle_window_ns(const struct sched *s, const struct sched_queue *
 	return w > s->p.idle_max_ns ? s->p.idle_max_ns : w;
 }
 
+/* Everyone else has at most one request outstanding (none deep between
+ * batches or away), together weighing at least as much as q: q's next
+ * request will find the store free, and the others cannot take its share,
+ * so idling for it only makes them wait. Dsync writer next to a depth-1
+ * reader on the real mount: idled for, the writer gained nothing and the
+ * reader fell to 0.65 of its fifo rate (p99 4 ms against 0.26 ms). A q
+ * heavier than them is still idled for: on a serial store that is what
+ * earns its weight. */
+static bool peers_one_at_a_time(const struct sched *s, const struct sched_queue *q)
+{
+	uint64_t others_wsum = s->wq.wsum - (q->active ? q->ent.weight : 0);
+	uint32_t others_multi = s->nmulti - (q->pending + q->inflight >= 2 ? 1u : 0u);
+	return !others_multi && !s->away_head && !s->gap_wsum && others_wsum >= q->ent.weight;
+}
+
 /* Idling costs the whole store's throughput for a while, so it is only
  * spent to keep a promise: a sync tenant that will be back soon, while
  * someone else is competing. A fixed window (idle_fixed_ns) skips the
@@ -422,7 +438,11 @@ static bool queue_idle_worthy(const struct sched *s, const struct sched_queue *q
 		return false;
 	if (s->nbusy <= (queue_busy(q) ? 1u : 0u))
 		return false;
-	if (s->p.idle_fixed_ns || !q->think_samples)
+	if (s->p.idle_fixed_ns)
+		return true;
+	if (peers_one_at_a_time(s, q))
+		return false;
+	if (!q->think_samples)
 		return true;
 	/* Judged by how soon it comes back when the others let it: their load
 	 * stretching its think time must not cost it its idle window. */
@@ -911,6 +931,7 @@ void sched_enqueue(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	q->last_sync = r->sync;
 	if (r->sync)
 		s->last_sync_ns = now_ns ? now_ns : 1;
+	s->nmulti += q->pending + q->inflight == 1;
 	q->pending++;
 	s->pending++;
 	if (s->p.policy == SCHED_POLICY_FIFO) {
@@ -1104,6 +1125,7 @@ void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	uint64_t svc = now_ns - r->dispatch_ns;
 	store_share_advance(s, now_ns);
 	uint64_t share_ns = (s->store_share - r->store_share_start) >> STORE_SHARE_SHIFT;
+	s->nmulti -= q->pending + q->inflight == 2;
 	q->inflight--;
 	s->inflight--;
 	s->async_inflight -= !r->sync;

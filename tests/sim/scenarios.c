@@ -42,9 +42,12 @@ static void tenant_add(struct sim_scenario *sc, struct sim_tenant t)
 	sc->t[sc->ntenants++] = t;
 }
 
-void sim_scenario_s1_journal(struct sim_scenario *sc)
+void sim_scenario_s1_journal(struct sim_scenario *sc, uint32_t reader_weight)
 {
-	scenario_base(sc, "S1 journal", "512 B dsync writer waits on a journal tenant; depth-1 reader",
+	scenario_base(sc, reader_weight > 100 ? "S1 journal, heavy reader" : "S1 journal",
+		      reader_weight > 100
+			      ? "512 B dsync writer waits on a journal tenant; depth-1 reader w400"
+			      : "512 B dsync writer waits on a journal tenant; depth-1 reader",
 		      16, 1000 * MS);
 	tenant_add(sc, (struct sim_tenant){ .name = "dsync-writer", .weight = 100, .depth = 1,
 					    .think_ns = 20 * US, .op = SCHED_OP_WRITE, .bytes = 512,
@@ -53,7 +56,7 @@ void sim_scenario_s1_journal(struct sim_scenario *sc)
 					    .think_ns = 10 * US, .op = SCHED_OP_WRITE,
 					    .bytes = 4 * KIB, .sync = true, .dsync = true, .sequential = true,
 					    .journal = -1 });
-	tenant_add(sc, (struct sim_tenant){ .name = "reader", .weight = 100, .depth = 1,
+	tenant_add(sc, (struct sim_tenant){ .name = "reader", .weight = reader_weight, .depth = 1,
 					    .think_ns = 20 * US, .op = SCHED_OP_READ,
 					    .bytes = 4 * KIB, .sync = true, .journal = -1 });
 }

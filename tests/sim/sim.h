@@ -104,7 +104,10 @@ int sim_run(const struct sim_scenario *sc, const struct sched_params *p, struct 
 void sim_device_fast(struct sim_device *d, uint32_t slots);
 
 /* The field's lessons as scenarios (DESIGN.md sections 2 and 5). */
-void sim_scenario_s1_journal(struct sim_scenario *sc);
+/* reader_weight 100: all equal, and nobody is idled for (every tenant has one
+ * request at a time); 400: the reader outweighs the other two together and
+ * is idled for, and the journal gets in by injection. */
+void sim_scenario_s1_journal(struct sim_scenario *sc, uint32_t reader_weight);
 void sim_scenario_s2_rate_limited(struct sim_scenario *sc, bool limited_present);
 void sim_scenario_s3_streaming(struct sim_scenario *sc, bool readers_present);
 void sim_scenario_s4_weights(struct sim_scenario *sc, uint32_t ntenants);

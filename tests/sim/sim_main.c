@@ -101,7 +101,9 @@ static int table(void)
 {
 	struct sim_scenario sc;
 	int rc = 0;
-	sim_scenario_s1_journal(&sc);
+	sim_scenario_s1_journal(&sc, 100);
+	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOINJ);
+	sim_scenario_s1_journal(&sc, 400);
 	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOINJ);
 	sim_scenario_s2_rate_limited(&sc, true);
 	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOINJ | P_FIXED);
