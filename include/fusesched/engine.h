@@ -5,8 +5,14 @@
  * an eventfd and return at once. One reactor thread owns the ring and the
  * scheduler: it enqueues each request in its tenant's queue, submits what
  * the scheduler dispatches, and replies to FUSE from the completions
- * (exactly one reply per request, always from the reactor thread). The
- * scheduler's idle timer and budget timeout are waited on with the ring.
+ * (exactly one reply per request). The scheduler's idle timer and budget
+ * timeout are waited on with the ring.
+ *
+ * Buffered writes are the exception: io_uring cannot write most page caches
+ * without blocking and would pass them to a thread of its own, so the FUSE
+ * worker waits for the scheduler to dispatch its write, runs it from its own
+ * buffer, tells the reactor, and replies itself (at most max_held_writes
+ * workers at once; past that, writes are copied and go through the ring).
  */
 #ifndef FUSESCHED_ENGINE_H
 #define FUSESCHED_ENGINE_H
@@ -37,6 +43,12 @@ struct engine_params {
 	 * heap buffers. 0: heap buffers only.
 	 */
 	uint64_t buffer_arena_bytes;
+	/*
+	 * FUSE workers that may wait for their own buffered write (16): each is
+	 * a worker not reading requests, so this stays well under the loop's
+	 * thread cap. 0: every write is copied and goes through the ring.
+	 */
+	uint32_t max_held_writes;
 };
 
 void engine_params_default(struct engine_params *p);

@@ -8,6 +8,7 @@
 #include <liburing.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,11 @@ struct engine_req {
 	uint32_t tenant;
 	uint64_t submit_ns;        /* handed over by FUSE: latency starts here */
 	void *buf;
+	bool holds_write_room;     /* payload copied in: counted in write_bytes_held */
+	/* A held write (see engine_submit): the payload stays in the worker's buffer. */
+	const void *held_data;
+	sem_t *held_go;            /* posted by the reactor at dispatch */
+	int held_res;              /* the worker's result: 0 or -errno */
 };
 
 struct engine {
@@ -55,6 +61,8 @@ struct engine {
 	int wake_fd;
 	uint64_t wake_value;
 	_Atomic(struct engine_req *) handoff;
+	_Atomic(struct engine_req *) held_done;  /* held writes the workers completed */
+	atomic_uint held_writes;                 /* workers waiting in or running a held write */
 	atomic_bool stopping;
 	atomic_uint_fast64_t completed;
 	atomic_uint_fast64_t write_bytes_held;  /* payloads copied in, not yet completed */
@@ -88,6 +96,7 @@ void engine_params_default(struct engine_params *p)
 	p->stats_publish_ns = 100000000u;
 	p->max_queued_write_bytes = 256u << 20;
 	p->buffer_arena_bytes = 64u << 20;
+	p->max_held_writes = 16;
 }
 
 /* ---- worker side ------------------------------------------------------ */
@@ -153,6 +162,78 @@ static void write_room_release(struct engine *e, uint64_t bytes)
 	}
 }
 
+/* Pushes onto a lock-free stack; only a push onto an empty stack wakes the reactor. */
+static void push_to_reactor(struct engine *e, _Atomic(struct engine_req *) *stack,
+			    struct engine_req *er)
+{
+	struct engine_req *head = atomic_load_explicit(stack, memory_order_relaxed);
+	do
+		er->next = head;
+	while (!atomic_compare_exchange_weak_explicit(stack, &head, er, memory_order_release,
+						      memory_order_relaxed));
+	if (!head)
+		wake_reactor(e);
+}
+
+/*
+ * A buffered write the worker runs itself once the scheduler dispatches it.
+ * Backing filesystems like ext4 cannot write the page cache without
+ * blocking, so io_uring would hand it to one of its own worker threads
+ * anyway: the FUSE worker that already holds the payload does the same job
+ * without the copy into an engine buffer and without that thread hop. It
+ * waits for its turn, so the scheduler still decides when the write starts
+ * and charges it on completion.
+ */
+static bool try_hold_worker(struct engine *e, const struct datapath_req *r)
+{
+	if (r->op != DATAPATH_WRITE || r->file->direct)
+		return false;
+	if (atomic_fetch_add(&e->held_writes, 1) < e->params.max_held_writes)
+		return true;
+	atomic_fetch_sub(&e->held_writes, 1);
+	return false;
+}
+
+static void run_held_write(struct engine *e, struct engine_req *er, sem_t *go)
+{
+	while (sem_wait(go) != 0)
+		; /* EINTR: the wait resumes */
+	sem_destroy(go);
+	if (er->held_res < 0) {
+		/* Refused before it was queued: the reactor has forgotten it. */
+		fuse_reply_err(er->req, -er->held_res);
+		free(er);
+		atomic_fetch_sub(&e->held_writes, 1);
+		return;
+	}
+	const char *data = er->held_data;
+	int res = 0;
+	uint64_t done = 0;
+	while (done < er->size_bytes) {
+		ssize_t n = pwrite(er->file->fd, data + done, er->size_bytes - done,
+				   (off_t)(er->offset_bytes + done));
+		if (n > 0) {
+			done += (uint64_t)n;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else {
+			res = n < 0 ? -errno : -EIO; /* no progress would loop forever */
+			break;
+		}
+	}
+	/* Completed before the reply: the caller's next request must find it charged. */
+	fuse_req_t req = er->req;
+	er->done_bytes = done;
+	er->held_res = res;
+	atomic_fetch_sub(&e->held_writes, 1);
+	push_to_reactor(e, &e->held_done, er);
+	/* Acknowledge exactly what reached the backing file. */
+	if (res < 0 && done == 0)
+		fuse_reply_err(req, -res);
+	else
+		fuse_reply_write(req, done);
+}
+
 static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 {
 	struct engine *e = (struct engine *)dp;
@@ -172,12 +253,18 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->fallocate_mode = r->fallocate_mode;
 	er->tenant = tenant_of(e, r);
 	er->submit_ns = now_ns();
-	/*
-	 * A write's payload lives in the worker's buffer, which is reused once we
-	 * return: copy it now. A read gets its buffer only when dispatched, so
-	 * queued reads cost no payload memory.
-	 */
-	if (r->op == DATAPATH_WRITE) {
+	sem_t go;
+	bool held = try_hold_worker(e, r);
+	if (held) {
+		sem_init(&go, 0, 0);
+		er->held_data = r->write_data;
+		er->held_go = &go;
+	} else if (r->op == DATAPATH_WRITE) {
+		/*
+		 * The worker's buffer is reused once we return: copy the payload
+		 * now. A read gets its buffer only when dispatched, so queued reads
+		 * cost no payload memory.
+		 */
 		write_room_wait(e, r->size_bytes);
 		er->buf = bufpool_get(e->buffers, r->size_bytes);
 		if (!er->buf) {
@@ -186,6 +273,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 			fuse_reply_err(r->req, ENOMEM);
 			return;
 		}
+		er->holds_write_room = true;
 		memcpy(er->buf, r->write_data, r->size_bytes);
 	}
 	er->sched.op = sched_op_of(r->op);
@@ -194,15 +282,9 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->sched.sync = r->op != DATAPATH_WRITE || r->file->sync_writes || r->file->direct;
 	if (r->op == DATAPATH_WRITE && r->pid == 0)
 		er->sched.sync = false; /* writeback: nobody waits on it directly */
-
-	struct engine_req *head = atomic_load_explicit(&e->handoff, memory_order_relaxed);
-	do
-		er->next = head;
-	while (!atomic_compare_exchange_weak_explicit(&e->handoff, &head, er, memory_order_release,
-						      memory_order_relaxed));
-	/* Only the push onto an empty stack wakes the reactor; later pushes ride along. */
-	if (!head)
-		wake_reactor(e);
+	push_to_reactor(e, &e->handoff, er);
+	if (held)
+		run_held_write(e, er, &go);
 }
 
 static void engine_file_opened(struct datapath *dp, struct datapath_file *f)
@@ -287,7 +369,7 @@ static void finish(struct engine *e, struct engine_req *er, int res, uint64_t no
 	stats_record(e->stats, er->tenant, stats_op_of(er->op), bytes,
 		     now > er->submit_ns ? now - er->submit_ns : 0, res < 0 && bytes == 0);
 	sched_complete(e->sched, &er->sched, now);
-	if (er->op == DATAPATH_WRITE)
+	if (er->holds_write_room)
 		write_room_release(e, er->size_bytes);
 	bufpool_put(e->buffers, er->buf);
 	free(er);
@@ -357,6 +439,12 @@ static void issue(struct engine *e, struct engine_req *er, uint64_t now)
 		run_copy_range(e, er, now);
 		return;
 	}
+	if (er->held_go) {
+		sem_t *go = er->held_go;
+		er->held_go = NULL; /* the worker's: gone once it runs */
+		sem_post(go);
+		return;
+	}
 	if (er->op == DATAPATH_READ && !er->buf &&
 	    !(er->buf = bufpool_get(e->buffers, er->size_bytes))) {
 		reply_and_finish(e, er, -ENOMEM, now);
@@ -420,6 +508,19 @@ static void on_completion(struct engine *e, struct engine_req *er, int res, uint
 	reply_and_finish(e, er, res, now);
 }
 
+/* Held writes their workers finished: charge them (the workers replied). */
+static void take_held_done(struct engine *e, uint64_t now)
+{
+	struct engine_req *er = atomic_exchange_explicit(&e->held_done, NULL, memory_order_acquire);
+	while (er) {
+		struct engine_req *next = er->next;
+		if (er->held_res < 0)
+			log_backing_error(e, er, er->held_res, now);
+		finish(e, er, er->held_res, now);
+		er = next;
+	}
+}
+
 static void take_handoff(struct engine *e, uint64_t now)
 {
 	struct engine_req *stack = atomic_exchange_explicit(&e->handoff, NULL, memory_order_acquire);
@@ -436,8 +537,13 @@ static void take_handoff(struct engine *e, uint64_t now)
 		fifo = er->next;
 		er->sched.queue = queue_of(e, er->tenant);
 		if (!er->sched.queue) {
+			if (er->held_go) {
+				er->held_res = -ENOMEM; /* the worker replies and frees it */
+				sem_post(er->held_go);
+				continue;
+			}
 			fuse_reply_err(er->req, ENOMEM);
-			if (er->op == DATAPATH_WRITE)
+			if (er->holds_write_room)
 				write_room_release(e, er->size_bytes);
 			bufpool_put(e->buffers, er->buf);
 			free(er);
@@ -498,7 +604,8 @@ static void publish_stats(struct engine *e, uint64_t now)
 
 static bool drained(struct engine *e)
 {
-	return atomic_load(&e->handoff) == NULL && sched_pending(e->sched) == 0 &&
+	return atomic_load(&e->handoff) == NULL && atomic_load(&e->held_done) == NULL &&
+	       sched_pending(e->sched) == 0 &&
 	       sched_inflight(e->sched) == 0 && e->ring_inflight == 0;
 }
 
@@ -536,6 +643,7 @@ static void *reactor_main(void *arg)
 		uint64_t now = now_ns();
 		if (sched_next_deadline(e->sched) <= now)
 			sched_timer(e->sched, now);
+		take_held_done(e, now);
 		take_handoff(e, now);
 		sync_weights(e);
 		retire_tenants(e, now);

@@ -19,6 +19,7 @@
 
 #define BLOCK_BYTES 4096
 #define THREADS 8
+#define MANY_THREADS 40 /* more writers than the engine lets wait for their own write (16) */
 #define BLOCKS_PER_THREAD 256
 
 /* Every block carries its own identity, so any misplaced or torn block shows. */
@@ -38,6 +39,7 @@ static bool block_ok(const uint32_t *b, uint32_t file_block, uint32_t version)
 struct rw_arg {
 	const char *path;
 	int id;
+	int threads;     /* block k of thread id is file block k * threads + id */
 	int errors;
 };
 
@@ -55,7 +57,7 @@ static void *random_rw(void *p)
 	uint32_t versions[BLOCKS_PER_THREAD] = {0};
 	for (int n = 0; n < BLOCKS_PER_THREAD * 4; n++) {
 		int k = rand_r(&seed) % BLOCKS_PER_THREAD;
-		uint32_t file_block = (uint32_t)(k * THREADS + a->id);
+		uint32_t file_block = (uint32_t)(k * a->threads + a->id);
 		versions[k]++;
 		fill_block(buf, file_block, versions[k]);
 		off_t off = (off_t)file_block * BLOCK_BYTES;
@@ -68,26 +70,48 @@ static void *random_rw(void *p)
 	return NULL;
 }
 
-START_TEST(threads_random_offsets_checksummed)
+/* threads writers at random offsets of one file through a mount with extra_args. */
+static void checksummed_writers(const char *const *extra_args, int threads)
 {
 	struct test_mount m;
-	test_mount_start(&m, NULL);
+	test_mount_start(&m, extra_args);
 	const char *path = test_mnt_path(&m, "random");
 	int fd = open(path, O_CREAT | O_RDWR, 0644);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(ftruncate(fd, (off_t)THREADS * BLOCKS_PER_THREAD * BLOCK_BYTES), 0);
+	ck_assert_int_eq(ftruncate(fd, (off_t)threads * BLOCKS_PER_THREAD * BLOCK_BYTES), 0);
 	close(fd);
-	pthread_t t[THREADS];
-	struct rw_arg args[THREADS];
-	for (int i = 0; i < THREADS; i++) {
-		args[i] = (struct rw_arg){.path = path, .id = i};
+	pthread_t t[MANY_THREADS];
+	struct rw_arg args[MANY_THREADS];
+	ck_assert_int_le(threads, MANY_THREADS);
+	for (int i = 0; i < threads; i++) {
+		args[i] = (struct rw_arg){.path = path, .id = i, .threads = threads};
 		ck_assert_int_eq(pthread_create(&t[i], NULL, random_rw, &args[i]), 0);
 	}
-	for (int i = 0; i < THREADS; i++) {
+	for (int i = 0; i < threads; i++)
 		pthread_join(t[i], NULL);
-		ck_assert_int_eq(args[i].errors, 0);
-	}
+	for (int i = 0; i < threads; i++)
+		ck_assert_msg(args[i].errors == 0, "writer %d: %d bad writes or reads", i, args[i].errors);
 	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+
+START_TEST(threads_random_offsets_checksummed)
+{
+	checksummed_writers(NULL, THREADS);
+}
+END_TEST
+
+/* Past the workers allowed to wait for their own write, writes are copied: both at once. */
+START_TEST(more_writers_than_held_workers_checksummed)
+{
+	checksummed_writers(NULL, MANY_THREADS);
+}
+END_TEST
+
+/* -o copy_writes: every buffered write copied into the engine's buffers and sent through the ring. */
+START_TEST(copied_writes_checksummed)
+{
+	const char *args[] = {"-o", "copy_writes", NULL};
+	checksummed_writers(args, THREADS);
 }
 END_TEST
 
@@ -228,7 +252,7 @@ START_TEST(policy_fifo_serves_the_same_data)
 	int fd = open(path, O_CREAT | O_RDWR, 0644);
 	ck_assert_int_eq(ftruncate(fd, (off_t)THREADS * BLOCKS_PER_THREAD * BLOCK_BYTES), 0);
 	close(fd);
-	struct rw_arg arg = {.path = path, .id = 3};
+	struct rw_arg arg = {.path = path, .id = 3, .threads = THREADS};
 	random_rw(&arg);
 	ck_assert_int_eq(arg.errors, 0);
 	test_mount_require_clean_exit(test_mount_stop(&m));
@@ -346,6 +370,8 @@ static Suite *engine_suite(void)
 	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, threads_random_offsets_checksummed);
+	tcase_add_test(tc, more_writers_than_held_workers_checksummed);
+	tcase_add_test(tc, copied_writes_checksummed);
 	tcase_add_test(tc, enospc_reaches_the_writer_and_daemon_keeps_serving);
 	tcase_add_test(tc, sigterm_loses_no_acknowledged_write);
 	tcase_add_test(tc, policy_fifo_serves_the_same_data);
