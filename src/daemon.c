@@ -73,8 +73,8 @@ int daemon_parse_mount_opts(struct daemon_options *o, const char *opts, char *er
 			o->foreground = true;
 		} else if (strcmp(opt, "writeback_cache") == 0) {
 			o->writeback_cache = true;
-		} else if (strcmp(opt, "copy_writes") == 0) {
-			o->copy_writes = true;
+		} else if (strcmp(opt, "uring_only") == 0) {
+			o->uring_only = true;
 		} else if (opt[0]) {
 			r = append_fuse_opt(o, opt, err, err_bytes);
 		}
@@ -369,7 +369,7 @@ int daemon_run(const struct daemon_options *o)
 	char err[512];
 	struct engine_params ep;
 	engine_params_from_config(cfg, &ep);
-	if (o->copy_writes)
+	if (o->uring_only)
 		ep.max_held_writes = 0;
 	struct tenant_table *tenants = NULL;
 	struct stats *stats = stats_new(DAEMON_MAX_TENANTS);

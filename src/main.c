@@ -26,7 +26,7 @@ static void print_usage(FILE *out)
 		"  -o dev                   allow creating device nodes (default nodev)\n"
 		"  -o suid                  honour setuid bits (default nosuid)\n"
 		"  -o writeback_cache       kernel write caching; flushes charged to the opener\n"
-		"  -o copy_writes           buffered writes copied and sent through io_uring\n"
+		"  -o uring_only            every data request through io_uring (see README)\n"
 		"  -o OPT                   other options go to FUSE (e.g. ro)\n"
 		"\n"
 		"stat options (no MOUNTPOINT: every fusesched mount):\n"

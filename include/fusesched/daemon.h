@@ -18,13 +18,14 @@ struct daemon_options {
 	bool allow_devices;          /* -o dev */
 	bool allow_suid;             /* -o suid */
 	bool writeback_cache;        /* -o writeback_cache */
-	bool copy_writes;            /* -o copy_writes: no held writes (engine.h) */
+	bool uring_only;             /* -o uring_only: no held writes (engine.h) */
 	char fuse_opts[DAEMON_MAX_FUSE_OPTS]; /* passed to libfuse as one -o */
 };
 
 /*
  * Splits one -o argument: the daemon's own keys (config=, dev, nodev, suid,
- * nosuid, foreground, writeback_cache, copy_writes) go into o, the rest is appended to o->fuse_opts. Returns 0, or -1
+ * nosuid, foreground, writeback_cache, uring_only) go into o, the rest is
+ * appended to o->fuse_opts. Returns 0, or -1
  * with a message in err.
  */
 int daemon_parse_mount_opts(struct daemon_options *o, const char *opts, char *err,
