@@ -41,7 +41,6 @@ struct engine_req {
 	uint32_t tenant;
 	uint64_t submit_ns;        /* handed over by FUSE: latency starts here */
 	void *buf;
-	bool holds_write_room;     /* payload copied in: counted in write_bytes_held */
 	/* A held write (see engine_submit): the payload stays in the worker's buffer. */
 	const void *held_data;
 	sem_t *held_go;            /* posted by the reactor at dispatch */
@@ -273,7 +272,6 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 			fuse_reply_err(r->req, ENOMEM);
 			return;
 		}
-		er->holds_write_room = true;
 		memcpy(er->buf, r->write_data, r->size_bytes);
 	}
 	er->sched.op = sched_op_of(r->op);
@@ -362,6 +360,12 @@ static enum stats_op stats_op_of(enum datapath_op op)
 	return STATS_OP_OTHER;
 }
 
+/* A write whose payload was copied in is counted in write_bytes_held; a held one is not. */
+static bool holds_write_room(const struct engine_req *er)
+{
+	return er->op == DATAPATH_WRITE && er->buf;
+}
+
 static void finish(struct engine *e, struct engine_req *er, int res, uint64_t now)
 {
 	uint64_t bytes = er->op == DATAPATH_READ || er->op == DATAPATH_WRITE ||
@@ -369,7 +373,7 @@ static void finish(struct engine *e, struct engine_req *er, int res, uint64_t no
 	stats_record(e->stats, er->tenant, stats_op_of(er->op), bytes,
 		     now > er->submit_ns ? now - er->submit_ns : 0, res < 0 && bytes == 0);
 	sched_complete(e->sched, &er->sched, now);
-	if (er->holds_write_room)
+	if (holds_write_room(er))
 		write_room_release(e, er->size_bytes);
 	bufpool_put(e->buffers, er->buf);
 	free(er);
@@ -543,7 +547,7 @@ static void take_handoff(struct engine *e, uint64_t now)
 				continue;
 			}
 			fuse_reply_err(er->req, ENOMEM);
-			if (er->holds_write_room)
+			if (holds_write_room(er))
 				write_room_release(e, er->size_bytes);
 			bufpool_put(e->buffers, er->buf);
 			free(er);
