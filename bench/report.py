@@ -389,8 +389,9 @@ def main():
         rounds = table.rounds_of(rows_path)
         lines += ["### Single tenant", ""]
         if rounds > 1:
-            lines += [f"Median of {rounds} rounds; each round ran every variant, starting one "
-                      "variant later than the round before (each run's numbers are in rows.tsv).", ""]
+            lines += [f"Median of {rounds} rounds; in each round every row ran every variant back "
+                      "to back, the variant order rotating from row to row (each run's numbers "
+                      "are in rows.tsv).", ""]
         lines += single_lines
         for key, base, limit in (("passthrough_ll", "passthrough_ll", 1.0),
                                  ("fifo", "fusesched-fifo", table.FIFO_GOAL)):
