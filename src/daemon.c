@@ -369,8 +369,10 @@ int daemon_run(const struct daemon_options *o)
 	char err[512];
 	struct engine_params ep;
 	engine_params_from_config(cfg, &ep);
-	if (o->uring_only)
+	if (o->uring_only) {
 		ep.max_held_writes = 0;
+		ep.solo_requests = false;
+	}
 	struct tenant_table *tenants = NULL;
 	struct stats *stats = stats_new(DAEMON_MAX_TENANTS);
 	struct engine *engine = NULL;

@@ -1,4 +1,4 @@
-/* Per-tenant counters and latency histograms, single writer, many readers. */
+/* Per-tenant counters and latency histograms, many writers, many readers. */
 #include "fusesched/stats.h"
 
 #include <stdatomic.h>
@@ -10,6 +10,7 @@ struct stats_tenant {
 	atomic_uint_fast64_t ops[STATS_OP_NR];
 	atomic_uint_fast64_t bytes[STATS_OP_NR];
 	atomic_uint_fast64_t errors;
+	atomic_uint_fast64_t solo_ops;
 	atomic_uint_fast64_t latency_buckets[STATS_LATENCY_BUCKETS];
 	atomic_uint_fast64_t latency_max_ns;
 	atomic_uint sched_seq;             /* odd while the engine writes sched */
@@ -48,11 +49,10 @@ static unsigned latency_bucket(uint64_t ns)
 	return b < STATS_LATENCY_BUCKETS ? b : STATS_LATENCY_BUCKETS - 1;
 }
 
-/* One writer: load+store is enough, and cheaper than a locked add. */
+/* Workers record their own requests (held writes, solo requests) next to the reactor. */
 static void bump(atomic_uint_fast64_t *c, uint64_t by)
 {
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + by,
-			      memory_order_relaxed);
+	atomic_fetch_add_explicit(c, by, memory_order_relaxed);
 }
 
 void stats_record(struct stats *s, uint32_t tenant, enum stats_op op, uint64_t bytes,
@@ -67,8 +67,17 @@ void stats_record(struct stats *s, uint32_t tenant, enum stats_op op, uint64_t b
 	if (failed)
 		bump(&t->errors, 1);
 	bump(&t->latency_buckets[latency_bucket(latency_ns)], 1);
-	if (latency_ns > atomic_load_explicit(&t->latency_max_ns, memory_order_relaxed))
-		atomic_store_explicit(&t->latency_max_ns, latency_ns, memory_order_relaxed);
+	uint_fast64_t max = atomic_load_explicit(&t->latency_max_ns, memory_order_relaxed);
+	while (latency_ns > max &&
+	       !atomic_compare_exchange_weak_explicit(&t->latency_max_ns, &max, latency_ns,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+void stats_record_solo(struct stats *s, uint32_t tenant)
+{
+	if (tenant < s->max_tenants)
+		bump(&s->tenants[tenant].solo_ops, 1);
 }
 
 void stats_publish_sched(struct stats *s, uint32_t tenant, const struct sched_queue_stats *q)
@@ -94,6 +103,7 @@ void stats_reset_tenant(struct stats *s, uint32_t tenant)
 		atomic_store_explicit(&t->bytes[i], 0, memory_order_relaxed);
 	}
 	atomic_store_explicit(&t->errors, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->solo_ops, 0, memory_order_relaxed);
 	for (int i = 0; i < STATS_LATENCY_BUCKETS; i++)
 		atomic_store_explicit(&t->latency_buckets[i], 0, memory_order_relaxed);
 	atomic_store_explicit(&t->latency_max_ns, 0, memory_order_relaxed);
@@ -121,6 +131,7 @@ void stats_read_tenant(const struct stats *s, uint32_t tenant, struct stats_tena
 		out->bytes[i] = atomic_load_explicit(&t->bytes[i], memory_order_relaxed);
 	}
 	out->errors = atomic_load_explicit(&t->errors, memory_order_relaxed);
+	out->solo_ops = atomic_load_explicit(&t->solo_ops, memory_order_relaxed);
 	for (int i = 0; i < STATS_LATENCY_BUCKETS; i++)
 		out->latency_buckets[i] = atomic_load_explicit(&t->latency_buckets[i],
 							       memory_order_relaxed);

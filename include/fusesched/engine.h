@@ -13,6 +13,12 @@
  * worker waits for the scheduler to dispatch its write, runs it from its own
  * buffer, tells the reactor, and replies itself (at most max_held_writes
  * workers at once; past that, writes are copied and go through the ring).
+ *
+ * And while the scheduler has nothing to do (nothing queued or in flight,
+ * no idle window), it would dispatch the next request at once: then one
+ * worker at a time runs its read, write or sync itself and replies, with no
+ * handoff (solo_requests). The first request that overlaps it goes to the
+ * reactor, and the scheduler orders everything from there.
  */
 #ifndef FUSESCHED_ENGINE_H
 #define FUSESCHED_ENGINE_H
@@ -49,6 +55,13 @@ struct engine_params {
 	 * thread cap. 0: every write is copied and goes through the ring.
 	 */
 	uint32_t max_held_writes;
+	/*
+	 * While the scheduler has nothing queued, in flight or timed, one FUSE
+	 * worker at a time runs its read, write, fsync or fdatasync itself
+	 * (counted in stats, unseen by the scheduler): true. false: every
+	 * request goes through the scheduler.
+	 */
+	bool solo_requests;
 };
 
 void engine_params_default(struct engine_params *p);

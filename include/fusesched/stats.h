@@ -1,6 +1,7 @@
 /*
- * Per-tenant counters: written by the engine thread, read by anyone (the
- * control thread serving `fusesched stat`) without stopping the engine.
+ * Per-tenant counters: written by the engine (its reactor and the FUSE
+ * workers that run requests themselves), read by anyone (the control thread
+ * serving `fusesched stat`) without stopping the engine.
  *
  * Plain counters are relaxed atomics. The scheduler's own view of a tenant
  * (weight, queue depths, idling, injection, budget expirations) is copied
@@ -31,6 +32,7 @@ struct stats_tenant_snapshot {
 	uint64_t ops[STATS_OP_NR];
 	uint64_t bytes[STATS_OP_NR];
 	uint64_t errors;
+	uint64_t solo_ops;                    /* of ops: run while the scheduler had nothing to do */
 	uint64_t latency_buckets[STATS_LATENCY_BUCKETS];
 	uint64_t latency_max_ns;
 	struct sched_queue_stats sched;       /* as of the engine's last publish */
@@ -43,9 +45,13 @@ struct stats *stats_new(uint32_t max_tenants);
 void stats_free(struct stats *s);
 uint32_t stats_max_tenants(const struct stats *s);
 
-/* Engine thread only. */
+/* Any engine thread. */
 void stats_record(struct stats *s, uint32_t tenant, enum stats_op op, uint64_t bytes,
 		  uint64_t latency_ns, bool failed);
+/* The request just recorded ran solo (engine.h: solo_requests). */
+void stats_record_solo(struct stats *s, uint32_t tenant);
+
+/* Engine reactor only. */
 void stats_publish_sched(struct stats *s, uint32_t tenant, const struct sched_queue_stats *q);
 /* The tenant id was retired and may be reused: its history must not carry over. */
 void stats_reset_tenant(struct stats *s, uint32_t tenant);

@@ -424,6 +424,7 @@ static struct json_object *ctl_row_json(const struct ctl_row *r, double target, 
 	json_object_object_add(t, "ops", counters4(r->snap.ops));
 	json_object_object_add(t, "bytes", counters4(r->snap.bytes));
 	add_u64(t, "errors", r->snap.errors);
+	add_u64(t, "solo_ops", r->snap.solo_ops);
 	struct json_object *lat = json_object_new_object();
 	/* Quantiles are bucket bounds: never report one above the true maximum. */
 	uint64_t p50 = stats_latency_quantile_ns(r->snap.latency_buckets, 0.50);

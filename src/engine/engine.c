@@ -25,6 +25,14 @@
 #define WAKE_TAG 0u                /* user_data of the eventfd read */
 #define RETIRE_BATCH 64u
 
+/* The solo token (see take_solo). Only the reactor closes and opens it. */
+enum solo_state {
+	SOLO_CLOSED,               /* the scheduler has work: everything goes through it */
+	SOLO_OPEN,                 /* nothing queued, in flight or timed: a worker may take it */
+	SOLO_TAKEN,                /* a worker runs a request itself */
+	SOLO_CLOSED_TAKEN,         /* closed while a worker ran one: it reports when done */
+};
+
 struct engine_req {
 	struct sched_req sched;    /* first: the scheduler hands this back */
 	struct engine_req *next;   /* handoff stack link */
@@ -62,6 +70,7 @@ struct engine {
 	_Atomic(struct engine_req *) handoff;
 	_Atomic(struct engine_req *) held_done;  /* held writes the workers completed */
 	atomic_uint held_writes;                 /* workers waiting in or running a held write */
+	atomic_int solo;                         /* enum solo_state: see take_solo */
 	atomic_bool stopping;
 	atomic_uint_fast64_t completed;
 	atomic_uint_fast64_t write_bytes_held;  /* payloads copied in, not yet completed */
@@ -76,7 +85,7 @@ struct engine {
 	uint64_t weights_epoch;
 	uint64_t next_retire_ns;
 	uint64_t next_publish_ns;
-	uint64_t error_logged_ns;      /* rate limit for backing-store error lines */
+	_Atomic uint64_t error_logged_ns; /* rate limit for backing-store error lines */
 	uint32_t ring_inflight;        /* request SQEs not yet completed */
 };
 
@@ -96,6 +105,80 @@ void engine_params_default(struct engine_params *p)
 	p->max_queued_write_bytes = 256u << 20;
 	p->buffer_arena_bytes = 64u << 20;
 	p->max_held_writes = 16;
+	p->solo_requests = true;
+}
+
+/* ---- shared by workers and reactor: replies, stats, error lines ------- */
+
+static enum stats_op stats_op_of(enum datapath_op op)
+{
+	switch (op) {
+	case DATAPATH_READ:
+		return STATS_OP_READ;
+	case DATAPATH_WRITE:
+		return STATS_OP_WRITE;
+	case DATAPATH_FSYNC:
+	case DATAPATH_FDATASYNC:
+		return STATS_OP_SYNC;
+	case DATAPATH_FALLOCATE:
+	case DATAPATH_COPY_RANGE:
+		break;
+	}
+	return STATS_OP_OTHER;
+}
+
+static const char *op_name(enum datapath_op op)
+{
+	static const char *const names[] = {"read", "write", "fsync", "fdatasync", "fallocate",
+					    "copy_file_range"};
+	return names[op];
+}
+
+/* The caller gets the errno; the operator gets a line, at most one a second. */
+static void log_backing_error(struct engine *e, const struct engine_req *er, int res, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&e->error_logged_ns, memory_order_relaxed);
+	if (now < last + 1000000000u ||
+	    !atomic_compare_exchange_strong_explicit(&e->error_logged_ns, &last, now,
+						     memory_order_relaxed, memory_order_relaxed))
+		return;
+	fuse_log(FUSE_LOG_ERR, "fusesched: backing %s failed: %s (tenant %u)\n", op_name(er->op),
+		 strerror(-res), er->tenant);
+}
+
+/* Exactly one reply per request; a transfer acknowledges what really moved. */
+static void reply(const struct engine_req *er, int res)
+{
+	switch (er->op) {
+	case DATAPATH_READ:
+		if (res < 0 && er->done_bytes == 0)
+			fuse_reply_err(er->req, -res);
+		else
+			fuse_reply_buf(er->req, er->buf, er->done_bytes);
+		break;
+	case DATAPATH_WRITE:
+	case DATAPATH_COPY_RANGE:
+		if (res < 0 && er->done_bytes == 0)
+			fuse_reply_err(er->req, -res);
+		else
+			fuse_reply_write(er->req, er->done_bytes);
+		break;
+	default:
+		fuse_reply_err(er->req, res < 0 ? -res : 0);
+		break;
+	}
+}
+
+/* Counted for its tenant; done before the reply, so the caller's next look at stats finds it. */
+static void record_done(struct engine *e, const struct engine_req *er, int res, uint64_t now)
+{
+	if (res < 0)
+		log_backing_error(e, er, res, now);
+	uint64_t bytes = er->op == DATAPATH_READ || er->op == DATAPATH_WRITE ||
+				 er->op == DATAPATH_COPY_RANGE ? er->done_bytes : 0;
+	stats_record(e->stats, er->tenant, stats_op_of(er->op), bytes,
+		     now > er->submit_ns ? now - er->submit_ns : 0, res < 0 && bytes == 0);
+	atomic_fetch_add_explicit(&e->completed, 1, memory_order_relaxed);
 }
 
 /* ---- worker side ------------------------------------------------------ */
@@ -193,6 +276,33 @@ static bool try_hold_worker(struct engine *e, const struct datapath_req *r)
 	return false;
 }
 
+/*
+ * A transfer run by a FUSE worker, resuming short ones. A direct one stops
+ * at the first short count: the rest would be unaligned (for a read it is EOF).
+ */
+static int transfer_in_worker(struct engine_req *er, void *buf)
+{
+	bool write = er->op == DATAPATH_WRITE;
+	while (er->done_bytes < er->size_bytes) {
+		size_t left = er->size_bytes - er->done_bytes;
+		char *at = (char *)buf + er->done_bytes;
+		off_t off = (off_t)(er->offset_bytes + er->done_bytes);
+		ssize_t n = write ? pwrite(er->file->fd, at, left, off) : pread(er->file->fd, at, left, off);
+		if (n > 0) {
+			er->done_bytes += (uint64_t)n;
+			if (er->file->direct && (size_t)n < left)
+				break;
+		} else if (n < 0 && errno == EINTR) {
+			continue;
+		} else if (n == 0 && !write) {
+			break; /* EOF */
+		} else {
+			return n < 0 ? -errno : -EIO; /* a write without progress would loop forever */
+		}
+	}
+	return 0;
+}
+
 static void run_held_write(struct engine *e, struct engine_req *er, sem_t *go)
 {
 	while (sem_wait(go) != 0)
@@ -205,32 +315,93 @@ static void run_held_write(struct engine *e, struct engine_req *er, sem_t *go)
 		atomic_fetch_sub(&e->held_writes, 1);
 		return;
 	}
-	const char *data = er->held_data;
-	int res = 0;
-	uint64_t done = 0;
-	while (done < er->size_bytes) {
-		ssize_t n = pwrite(er->file->fd, data + done, er->size_bytes - done,
-				   (off_t)(er->offset_bytes + done));
-		if (n > 0) {
-			done += (uint64_t)n;
-		} else if (n < 0 && errno == EINTR) {
-			continue;
-		} else {
-			res = n < 0 ? -errno : -EIO; /* no progress would loop forever */
-			break;
-		}
-	}
-	/* Completed before the reply: the caller's next request must find it charged. */
+	int res = transfer_in_worker(er, (void *)er->held_data);
 	fuse_req_t req = er->req;
-	er->done_bytes = done;
-	er->held_res = res;
+	uint64_t done = er->done_bytes;
+	record_done(e, er, res, now_ns());
 	atomic_fetch_sub(&e->held_writes, 1);
+	/* Completed before the reply: the caller's next request must find it so. */
 	push_to_reactor(e, &e->held_done, er);
 	/* Acknowledge exactly what reached the backing file. */
 	if (res < 0 && done == 0)
 		fuse_reply_err(req, -res);
 	else
 		fuse_reply_write(req, done);
+}
+
+/*
+ * The solo token. While the scheduler has nothing queued, nothing in flight
+ * and no timer running (no idle window, no budget running out), it would
+ * dispatch the next request the moment it arrived: handing it to the
+ * reactor and back would only add two or three thread wakeups. So the
+ * reactor leaves the token open, and one worker at a time takes it and runs
+ * its request itself, like a plain passthrough. A request that finds it
+ * taken goes to the reactor, which closes it: from then on the scheduler
+ * orders everything again, until it has nothing left. A solo request is
+ * counted in its tenant's stats but never reaches the scheduler: it ran
+ * alone, with nobody to be fair to.
+ */
+static bool take_solo(struct engine *e, const struct datapath_req *r)
+{
+	if (!e->params.solo_requests)
+		return false;
+	switch (r->op) {
+	case DATAPATH_READ:
+	case DATAPATH_WRITE:
+	case DATAPATH_FSYNC:
+	case DATAPATH_FDATASYNC:
+		break;
+	case DATAPATH_FALLOCATE:
+	case DATAPATH_COPY_RANGE:
+		return false; /* rare: always through the scheduler */
+	}
+	int open = SOLO_OPEN;
+	return atomic_compare_exchange_strong(&e->solo, &open, SOLO_TAKEN);
+}
+
+static void give_back_solo(struct engine *e)
+{
+	int taken = SOLO_TAKEN;
+	if (atomic_compare_exchange_strong(&e->solo, &taken, SOLO_OPEN))
+		return;
+	/* SOLO_CLOSED_TAKEN: the reactor closed it meanwhile and may open it again now. */
+	atomic_store(&e->solo, SOLO_CLOSED);
+	wake_reactor(e);
+}
+
+static void run_solo(struct engine *e, struct engine_req *er, const void *write_data)
+{
+	int res = 0;
+	switch (er->op) {
+	case DATAPATH_READ:
+	case DATAPATH_WRITE:
+		/* A read needs a buffer to reply from; direct I/O an aligned one. */
+		if (er->op == DATAPATH_READ || er->file->direct) {
+			if (!(er->buf = bufpool_get(e->buffers, er->size_bytes))) {
+				res = -ENOMEM;
+				break;
+			}
+			if (er->op == DATAPATH_WRITE)
+				memcpy(er->buf, write_data, er->size_bytes);
+		}
+		res = transfer_in_worker(er, er->buf ? er->buf : (void *)write_data);
+		break;
+	case DATAPATH_FSYNC:
+		res = fsync(er->file->fd) < 0 ? -errno : 0;
+		break;
+	case DATAPATH_FDATASYNC:
+		res = fdatasync(er->file->fd) < 0 ? -errno : 0;
+		break;
+	case DATAPATH_FALLOCATE:
+	case DATAPATH_COPY_RANGE:
+		break;
+	}
+	give_back_solo(e);
+	record_done(e, er, res, now_ns());
+	stats_record_solo(e->stats, er->tenant);
+	reply(er, res);
+	bufpool_put(e->buffers, er->buf);
+	free(er);
 }
 
 static void engine_submit(struct datapath *dp, const struct datapath_req *r)
@@ -252,6 +423,10 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->fallocate_mode = r->fallocate_mode;
 	er->tenant = tenant_of(e, r);
 	er->submit_ns = now_ns();
+	if (take_solo(e, r)) {
+		run_solo(e, er, r->write_data);
+		return;
+	}
 	sem_t go;
 	bool held = try_hold_worker(e, r);
 	if (held) {
@@ -343,84 +518,27 @@ static struct sched_queue *queue_of(struct engine *e, uint32_t tenant)
 	return e->queues[tenant];
 }
 
-static enum stats_op stats_op_of(enum datapath_op op)
-{
-	switch (op) {
-	case DATAPATH_READ:
-		return STATS_OP_READ;
-	case DATAPATH_WRITE:
-		return STATS_OP_WRITE;
-	case DATAPATH_FSYNC:
-	case DATAPATH_FDATASYNC:
-		return STATS_OP_SYNC;
-	case DATAPATH_FALLOCATE:
-	case DATAPATH_COPY_RANGE:
-		break;
-	}
-	return STATS_OP_OTHER;
-}
-
 /* A write whose payload was copied in is counted in write_bytes_held; a held one is not. */
 static bool holds_write_room(const struct engine_req *er)
 {
 	return er->op == DATAPATH_WRITE && er->buf;
 }
 
-static void finish(struct engine *e, struct engine_req *er, int res, uint64_t now)
+/* The scheduler learns the request is done; its memory goes back. */
+static void release(struct engine *e, struct engine_req *er, uint64_t now)
 {
-	uint64_t bytes = er->op == DATAPATH_READ || er->op == DATAPATH_WRITE ||
-				 er->op == DATAPATH_COPY_RANGE ? er->done_bytes : 0;
-	stats_record(e->stats, er->tenant, stats_op_of(er->op), bytes,
-		     now > er->submit_ns ? now - er->submit_ns : 0, res < 0 && bytes == 0);
 	sched_complete(e->sched, &er->sched, now);
 	if (holds_write_room(er))
 		write_room_release(e, er->size_bytes);
 	bufpool_put(e->buffers, er->buf);
 	free(er);
-	atomic_fetch_add_explicit(&e->completed, 1, memory_order_relaxed);
-}
-
-static const char *op_name(enum datapath_op op)
-{
-	static const char *const names[] = {"read", "write", "fsync", "fdatasync", "fallocate",
-					    "copy_file_range"};
-	return names[op];
-}
-
-/* The caller gets the errno; the operator gets a line, at most one a second. */
-static void log_backing_error(struct engine *e, const struct engine_req *er, int res, uint64_t now)
-{
-	if (now < e->error_logged_ns + 1000000000u)
-		return;
-	e->error_logged_ns = now;
-	fuse_log(FUSE_LOG_ERR, "fusesched: backing %s failed: %s (tenant %u)\n", op_name(er->op),
-		 strerror(-res), er->tenant);
 }
 
 static void reply_and_finish(struct engine *e, struct engine_req *er, int res, uint64_t now)
 {
-	if (res < 0)
-		log_backing_error(e, er, res, now);
-	switch (er->op) {
-	case DATAPATH_READ:
-		if (res < 0 && er->done_bytes == 0)
-			fuse_reply_err(er->req, -res);
-		else
-			fuse_reply_buf(er->req, er->buf, er->done_bytes);
-		break;
-	case DATAPATH_WRITE:
-	case DATAPATH_COPY_RANGE:
-		/* Acknowledge exactly what reached the backing file. */
-		if (res < 0 && er->done_bytes == 0)
-			fuse_reply_err(er->req, -res);
-		else
-			fuse_reply_write(er->req, er->done_bytes);
-		break;
-	default:
-		fuse_reply_err(er->req, res < 0 ? -res : 0);
-		break;
-	}
-	finish(e, er, res, now);
+	record_done(e, er, res, now);
+	reply(er, res);
+	release(e, er, now);
 }
 
 /*
@@ -518,9 +636,7 @@ static void take_held_done(struct engine *e, uint64_t now)
 	struct engine_req *er = atomic_exchange_explicit(&e->held_done, NULL, memory_order_acquire);
 	while (er) {
 		struct engine_req *next = er->next;
-		if (er->held_res < 0)
-			log_backing_error(e, er, er->held_res, now);
-		finish(e, er, er->held_res, now);
+		release(e, er, now);
 		er = next;
 	}
 }
@@ -606,6 +722,26 @@ static void publish_stats(struct engine *e, uint64_t now)
 			     e->params.sched.max_inflight);
 }
 
+static void close_solo(struct engine *e)
+{
+	int s = atomic_load(&e->solo);
+	while ((s == SOLO_OPEN || s == SOLO_TAKEN) &&
+	       !atomic_compare_exchange_weak(&e->solo, &s,
+					     s == SOLO_OPEN ? SOLO_CLOSED : SOLO_CLOSED_TAKEN))
+		;
+}
+
+/* Opens the token while the scheduler would dispatch the next request at once. */
+static void open_solo_if_idle(struct engine *e)
+{
+	if (!e->params.solo_requests || atomic_load(&e->stopping) || atomic_load(&e->handoff) ||
+	    sched_pending(e->sched) || sched_inflight(e->sched) || e->ring_inflight ||
+	    sched_next_deadline(e->sched) != SCHED_DEADLINE_NONE)
+		return;
+	int closed = SOLO_CLOSED;
+	atomic_compare_exchange_strong(&e->solo, &closed, SOLO_OPEN);
+}
+
 static bool drained(struct engine *e)
 {
 	return atomic_load(&e->handoff) == NULL && atomic_load(&e->held_done) == NULL &&
@@ -647,6 +783,7 @@ static void *reactor_main(void *arg)
 		uint64_t now = now_ns();
 		if (sched_next_deadline(e->sched) <= now)
 			sched_timer(e->sched, now);
+		close_solo(e);
 		take_held_done(e, now);
 		take_handoff(e, now);
 		sync_weights(e);
@@ -656,6 +793,7 @@ static void *reactor_main(void *arg)
 			issue(e, (struct engine_req *)sr, now);
 		if (atomic_load(&e->stopping) && drained(e))
 			break;
+		open_solo_if_idle(e);
 		wait_for_events(e, now);
 		unsigned head, seen = 0;
 		struct io_uring_cqe *cqe;

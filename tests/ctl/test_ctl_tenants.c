@@ -271,6 +271,52 @@ START_TEST(buffered_writes_are_charged_to_the_writers_cgroup)
 }
 END_TEST
 
+/*
+ * One request at a time, the scheduler has nothing to do when each arrives:
+ * the FUSE worker runs it itself (solo). Requests that overlap go through
+ * the scheduler; with -o uring_only every one does.
+ */
+START_TEST(requests_alone_run_solo_overlapping_ones_are_scheduled)
+{
+	write_config(300, 100, NULL);
+	ctl_test_cgroup_make(CG_V2, group_a);
+	ctl_test_cgroup_make(CG_V2, group_b);
+	struct test_mount m;
+	mount_with_config(&m);
+	const struct io_job alone = {group_a, test_mnt_path(&m, "alone"), O_DIRECT, 40, 4096, 40, 4096};
+	ck_assert_int_eq(wait_exit(spawn_io(&alone)), 0);
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_a, "ops.read") == 40);
+	int64_t solo_alone = ctl_test_tenant_u64(m.mnt, group_a, "solo_ops");
+	ck_assert_msg(solo_alone >= 40 && solo_alone <= 80, "solo_ops %lld of 80 requests alone",
+		      (long long)solo_alone);
+
+	/* Four processes in B at once: some of their requests overlap. */
+	char paths[4][64];
+	pid_t pids[4];
+	for (int i = 0; i < 4; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "busy%d", i);
+		const struct io_job busy = {group_b, test_mnt_path(&m, paths[i]), O_DIRECT, 100, 4096,
+					    100, 4096};
+		pids[i] = spawn_io(&busy);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(wait_exit(pids[i]), 0);
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_b, "ops.read") == 400);
+	int64_t solo_busy = ctl_test_tenant_u64(m.mnt, group_b, "solo_ops");
+	ck_assert_msg(solo_busy < 800, "all 800 overlapping requests ran solo");
+	test_mount_require_clean_exit(test_mount_stop(&m));
+
+	const char *uring_only[] = {"-c", config_path, "-o", "uring_only", NULL};
+	test_mount_start(&m, uring_only);
+	const struct io_job again = {group_a, test_mnt_path(&m, "again"), O_DIRECT, 40, 4096, 40, 4096};
+	ck_assert_int_eq(wait_exit(spawn_io(&again)), 0);
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_a, "ops.read") == 40);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_a, "ops.write"), 40);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_a, "solo_ops"), 0);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 START_TEST(moved_process_is_reattributed)
 {
 	write_config(300, 100, NULL);
@@ -429,6 +475,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, two_cgroups_counts_weights_and_shares_are_exact);
 	tcase_add_test(tc, buffered_writes_are_charged_to_the_writers_cgroup);
+	tcase_add_test(tc, requests_alone_run_solo_overlapping_ones_are_scheduled);
 	tcase_add_test(tc, moved_process_is_reattributed);
 	tcase_add_test(tc, blkio_bfq_weight_is_honoured_without_a_rule);
 	tcase_add_test(tc, reload_and_sighup_change_weights_while_writing_bad_file_keeps_them);
