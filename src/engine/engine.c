@@ -52,7 +52,7 @@ struct engine_req {
 	/* A held write (see engine_submit): the payload stays in the worker's buffer. */
 	const void *held_data;
 	sem_t *held_go;            /* posted by the reactor at dispatch */
-	int held_res;              /* the worker's result: 0 or -errno */
+	int held_res;              /* -ENOMEM: the reactor refused it, the worker replies */
 };
 
 struct engine {
