@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #if __has_include(<valgrind/valgrind.h>)
@@ -66,7 +65,6 @@ struct engine {
 	struct bufpool *buffers;
 	bool buffers_registered;   /* arena is the ring's fixed buffer 0 */
 	bool wait_by_poll;         /* wait with poll(2) on the ring fd, not inside io_uring_enter */
-	bool ring_disabled;        /* created disabled: the reactor enables it (see engine_new) */
 	int wake_fd;
 	uint64_t wake_value;
 	_Atomic(struct engine_req *) handoff;
@@ -760,7 +758,7 @@ static void wait_for_events(struct engine *e, uint64_t now)
 		deadline = e->next_publish_ns;
 	struct io_uring_cqe *cqe;
 	if (deadline <= now) {
-		io_uring_submit_and_get_events(&e->ring); /* deferred completions are run only when asked */
+		io_uring_submit(&e->ring);
 		return;
 	}
 	uint64_t wait_ns = deadline - now;
@@ -780,15 +778,6 @@ static void wait_for_events(struct engine *e, uint64_t now)
 static void *reactor_main(void *arg)
 {
 	struct engine *e = arg;
-	if (e->ring_disabled) {
-		/* Debian 12's liburing 2.3 declares io_uring_enable_rings but does not export it. */
-		if (syscall(__NR_io_uring_register, e->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS,
-			    NULL, 0) < 0) {
-			fuse_log(FUSE_LOG_ERR, "fusesched: cannot enable the io_uring ring: %s\n",
-				 strerror(errno));
-			abort(); /* every data request would hang */
-		}
-	}
 	arm_wake_read(e);
 	for (;;) {
 		uint64_t now = now_ns();
@@ -876,29 +865,8 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 		snprintf(err, err_bytes, "eventfd: %s", strerror(errno));
 		goto fail;
 	}
-	/*
-	 * valgrind runs one thread at a time and does not know io_uring_enter
-	 * may block: the reactor would sleep holding it and every FUSE worker
-	 * would stall. poll(2) it knows, at the cost of a syscall per wait.
-	 */
-	e->wait_by_poll = RUNNING_ON_VALGRIND;
 	uint32_t entries = p->ring_entries ? p->ring_entries : 2 * p->sched.max_inflight + 16;
-	/*
-	 * Only the reactor submits, so completions can wait for it to ask
-	 * (DEFER_TASKRUN) instead of interrupting it each time. The ring starts
-	 * disabled so that the reactor, enabling it, becomes its one issuer.
-	 * Kernels before 6.1 lack these flags: a plain ring then.
-	 */
-	r = -EINVAL;
-	if (!e->wait_by_poll) {
-		struct io_uring_params rp = {.flags = IORING_SETUP_SINGLE_ISSUER |
-						      IORING_SETUP_DEFER_TASKRUN |
-						      IORING_SETUP_R_DISABLED};
-		r = io_uring_queue_init_params(entries, &e->ring, &rp);
-		e->ring_disabled = r == 0;
-	}
-	if (r == -EINVAL)
-		r = io_uring_queue_init(entries, &e->ring, 0);
+	r = io_uring_queue_init(entries, &e->ring, 0);
 	if (r < 0) {
 		snprintf(err, err_bytes,
 			 "io_uring is unavailable: %s (check the sysctl kernel.io_uring_disabled "
@@ -914,6 +882,12 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 		io_uring_queue_exit(&e->ring);
 		goto fail;
 	}
+	/*
+	 * valgrind runs one thread at a time and does not know io_uring_enter
+	 * may block: the reactor would sleep holding it and every FUSE worker
+	 * would stall. poll(2) it knows, at the cost of a syscall per wait.
+	 */
+	e->wait_by_poll = RUNNING_ON_VALGRIND;
 	*out = e;
 	return 0;
 fail:
