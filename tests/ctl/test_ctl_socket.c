@@ -379,7 +379,7 @@ static const struct {
 	{"ops.read", json_type_int}, {"ops.write", json_type_int}, {"ops.sync", json_type_int},
 	{"ops.other", json_type_int}, {"bytes.read", json_type_int}, {"bytes.write", json_type_int},
 	{"bytes.sync", json_type_int}, {"bytes.other", json_type_int}, {"errors", json_type_int},
-	{"latency_ns.p50", json_type_int}, {"latency_ns.p99", json_type_int},
+	{"solo_ops", json_type_int}, {"latency_ns.p50", json_type_int}, {"latency_ns.p99", json_type_int},
 	{"latency_ns.max", json_type_int}, {"queued", json_type_int}, {"inflight", json_type_int},
 	{"idle_windows", json_type_int}, {"idle_ns", json_type_int},
 	{"injected.waker", json_type_int}, {"injected.fsync", json_type_int},
