@@ -316,17 +316,13 @@ static void run_held_write(struct engine *e, struct engine_req *er, sem_t *go)
 		return;
 	}
 	int res = transfer_in_worker(er, (void *)er->held_data);
-	fuse_req_t req = er->req;
-	uint64_t done = er->done_bytes;
 	record_done(e, er, res, now_ns());
 	atomic_fetch_sub(&e->held_writes, 1);
-	/* Completed before the reply: the caller's next request must find it so. */
+	/* Completed before the reply: the caller's next request must find it so.
+	 * The reactor owns er once it is pushed: reply from a copy. */
+	struct engine_req ack = *er;
 	push_to_reactor(e, &e->held_done, er);
-	/* Acknowledge exactly what reached the backing file. */
-	if (res < 0 && done == 0)
-		fuse_reply_err(req, -res);
-	else
-		fuse_reply_write(req, done);
+	reply(&ack, res);
 }
 
 /*
@@ -355,8 +351,11 @@ static bool take_solo(struct engine *e, const struct datapath_req *r)
 	case DATAPATH_COPY_RANGE:
 		return false; /* rare: always through the scheduler */
 	}
+	/* A plain load first: under load the token is closed, and a failing
+	 * compare-and-swap on every request would still own the cache line. */
 	int open = SOLO_OPEN;
-	return atomic_compare_exchange_strong(&e->solo, &open, SOLO_TAKEN);
+	return atomic_load_explicit(&e->solo, memory_order_relaxed) == SOLO_OPEN &&
+	       atomic_compare_exchange_strong(&e->solo, &open, SOLO_TAKEN);
 }
 
 static void give_back_solo(struct engine *e)

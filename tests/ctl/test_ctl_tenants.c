@@ -54,6 +54,15 @@ static void mount_with_config(struct test_mount *m)
 	test_mount_start(m, args);
 }
 
+/* A (weight 300) and B (weight 100) as real cgroups, and a mount that knows them. */
+static void mount_two_tenants(struct test_mount *m)
+{
+	write_config(300, 100, NULL);
+	ctl_test_cgroup_make(CG_V2, group_a);
+	ctl_test_cgroup_make(CG_V2, group_b);
+	mount_with_config(m);
+}
+
 /*
  * O_DIRECT: each call is exactly one FUSE request of exactly that size.
  * Buffered (open_flags 0), the writes are the FUSE worker's own once
@@ -153,11 +162,8 @@ static void stop_child(pid_t pid)
 
 START_TEST(two_cgroups_counts_weights_and_shares_are_exact)
 {
-	write_config(300, 100, NULL);
-	ctl_test_cgroup_make(CG_V2, group_a);
-	ctl_test_cgroup_make(CG_V2, group_b);
 	struct test_mount m;
-	mount_with_config(&m);
+	mount_two_tenants(&m);
 	const struct io_job a = {group_a, test_mnt_path(&m, "a"), O_DIRECT, 37, 8192, 11, 4096};
 	const struct io_job b = {group_b, test_mnt_path(&m, "b"), O_DIRECT, 5, 65536, 3, 16384};
 	pid_t pa = spawn_io(&a), pb = spawn_io(&b);
@@ -247,11 +253,8 @@ END_TEST
 /* Buffered writes, which the FUSE worker runs itself once dispatched, are counted for the writer's cgroup. */
 START_TEST(buffered_writes_are_charged_to_the_writers_cgroup)
 {
-	write_config(300, 100, NULL);
-	ctl_test_cgroup_make(CG_V2, group_a);
-	ctl_test_cgroup_make(CG_V2, group_b);
 	struct test_mount m;
-	mount_with_config(&m);
+	mount_two_tenants(&m);
 	const struct io_job a = {group_a, test_mnt_path(&m, "a"), 0, 23, 65536, 0, 4096};
 	const struct io_job b = {group_b, test_mnt_path(&m, "b"), 0, 9, 4096, 0, 4096};
 	pid_t pa = spawn_io(&a), pb = spawn_io(&b);
@@ -278,11 +281,8 @@ END_TEST
  */
 START_TEST(requests_alone_run_solo_overlapping_ones_are_scheduled)
 {
-	write_config(300, 100, NULL);
-	ctl_test_cgroup_make(CG_V2, group_a);
-	ctl_test_cgroup_make(CG_V2, group_b);
 	struct test_mount m;
-	mount_with_config(&m);
+	mount_two_tenants(&m);
 	const struct io_job alone = {group_a, test_mnt_path(&m, "alone"), O_DIRECT, 40, 4096, 40, 4096};
 	ck_assert_int_eq(wait_exit(spawn_io(&alone)), 0);
 	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_a, "ops.read") == 40);
@@ -319,11 +319,8 @@ END_TEST
 
 START_TEST(moved_process_is_reattributed)
 {
-	write_config(300, 100, NULL);
-	ctl_test_cgroup_make(CG_V2, group_a);
-	ctl_test_cgroup_make(CG_V2, group_b);
 	struct test_mount m;
-	mount_with_config(&m);
+	mount_two_tenants(&m);
 	pid_t w = spawn_writer_loop(group_a, test_mnt_path(&m, "moving"));
 	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_a, "ops.write") > 0);
 	ck_assert_int_gt(ctl_test_tenant_u64(m.mnt, group_a, "ops.write"), 0);
