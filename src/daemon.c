@@ -251,6 +251,7 @@ static void engine_params_from_config(const struct config *cfg, struct engine_pa
 	ep->sched.max_inflight = c->max_inflight;
 	ep->sched.default_weight = c->default_weight;
 	ep->sched.budget_timeout_ns = (uint64_t)c->budget_timeout_ms * 1000000u;
+	ep->busy_poll_ns = (uint64_t)c->busy_poll_us * 1000u;
 	ep->sched.idle_enable = c->idle_mode != CONFIG_IDLE_OFF;
 	ep->sched.idle_fixed_ns = c->idle_mode == CONFIG_IDLE_FIXED ? (uint64_t)c->idle_us * 1000u : 0;
 }
@@ -310,6 +311,8 @@ static void find_deferred(const struct config *old, const struct config *new, ch
 		note_deferred(list, list_bytes, "scheduler.idle");
 	if (a->budget_timeout_ms != b->budget_timeout_ms)
 		note_deferred(list, list_bytes, "scheduler.budget_timeout_ms");
+	if (a->busy_poll_us != b->busy_poll_us)
+		note_deferred(list, list_bytes, "scheduler.busy_poll_us");
 	const struct config_control *c = &old->control, *d = &new->control;
 	if (!!c->socket_path != !!d->socket_path ||
 	    (c->socket_path && strcmp(c->socket_path, d->socket_path) != 0))

@@ -6,7 +6,7 @@
  *
  * Sections and keys (every key is optional; conf/fusesched.conf documents them):
  *
- *   [scheduler]  policy, max_inflight, idle, budget_timeout_ms,
+ *   [scheduler]  policy, max_inflight, idle, budget_timeout_ms, busy_poll_us,
  *                default_weight, honor_cgroup_weights
  *   [tenants]    hierarchy, cache_ttl_ms, retire_idle_ms
  *   [control]    socket, group
@@ -62,6 +62,7 @@ struct config_scheduler {
 	enum config_idle_mode idle_mode;
 	uint32_t idle_us;		/* meaningful for CONFIG_IDLE_FIXED */
 	uint32_t budget_timeout_ms;
+	uint32_t busy_poll_us;		/* engine thread polls this long before sleeping; 0: never */
 	uint32_t default_weight;
 	bool honor_cgroup_weights;
 };

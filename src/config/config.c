@@ -314,6 +314,8 @@ static const struct key_desc keys[] = {
 	  CFG(scheduler), 1, 1000000, NULL, "auto" },
 	{ SEC_SCHEDULER, "budget_timeout_ms", set_u32, print_u32,
 	  CFG(scheduler.budget_timeout_ms), 1, 10000, NULL, "20" },
+	{ SEC_SCHEDULER, "busy_poll_us", set_u32, print_u32,
+	  CFG(scheduler.busy_poll_us), 0, 10000, NULL, "200" },
 	{ SEC_SCHEDULER, "default_weight", set_u32, print_u32,
 	  CFG(scheduler.default_weight), CONFIG_WEIGHT_MIN, CONFIG_WEIGHT_MAX,
 	  NULL, "100" },

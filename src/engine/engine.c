@@ -72,6 +72,7 @@ struct engine {
 	atomic_uint held_writes;                 /* workers waiting in or running a held write */
 	atomic_int solo;                         /* enum solo_state: see take_solo */
 	atomic_bool stopping;
+	atomic_bool reactor_asleep;              /* set while it blocks: only then a push wakes it */
 	atomic_uint_fast64_t completed;
 	atomic_uint_fast64_t write_bytes_held;  /* payloads copied in, not yet completed */
 	pthread_mutex_t write_room_lock;         /* slow path only: a worker waits for room */
@@ -87,6 +88,7 @@ struct engine {
 	uint64_t next_publish_ns;
 	_Atomic uint64_t error_logged_ns; /* rate limit for backing-store error lines */
 	uint32_t ring_inflight;        /* request SQEs not yet completed */
+	uint64_t wait_avg_ns;          /* moving average of waits with requests at the store */
 };
 
 static uint64_t now_ns(void)
@@ -106,6 +108,7 @@ void engine_params_default(struct engine_params *p)
 	p->buffer_arena_bytes = 64u << 20;
 	p->max_held_writes = 16;
 	p->solo_requests = true;
+	p->busy_poll_ns = 200000u;
 }
 
 /* ---- shared by workers and reactor: replies, stats, error lines ------- */
@@ -244,16 +247,21 @@ static void write_room_release(struct engine *e, uint64_t bytes)
 	}
 }
 
-/* Pushes onto a lock-free stack; only a push onto an empty stack wakes the reactor. */
+/*
+ * Pushes onto a lock-free stack and wakes the reactor only if it is blocked
+ * (or about to block): one eventfd write per sleep, none while it works. The
+ * push and the flag's load pair with the reactor's store of the flag and its
+ * load of the stacks (all sequentially consistent), so either the pusher sees
+ * it asleep or the reactor sees the request before blocking.
+ */
 static void push_to_reactor(struct engine *e, _Atomic(struct engine_req *) *stack,
 			    struct engine_req *er)
 {
 	struct engine_req *head = atomic_load_explicit(stack, memory_order_relaxed);
 	do
 		er->next = head;
-	while (!atomic_compare_exchange_weak_explicit(stack, &head, er, memory_order_release,
-						      memory_order_relaxed));
-	if (!head)
+	while (!atomic_compare_exchange_weak(stack, &head, er));
+	if (atomic_load(&e->reactor_asleep) && atomic_exchange(&e->reactor_asleep, false))
 		wake_reactor(e);
 }
 
@@ -748,6 +756,48 @@ static bool drained(struct engine *e)
 	       sched_inflight(e->sched) == 0 && e->ring_inflight == 0;
 }
 
+static void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+static bool work_arrived(struct engine *e)
+{
+	return io_uring_cq_ready(&e->ring) ||
+	       atomic_load_explicit(&e->handoff, memory_order_relaxed) ||
+	       atomic_load_explicit(&e->held_done, memory_order_relaxed);
+}
+
+/*
+ * With requests at the store, completions and new requests often follow
+ * within tens of microseconds, and on a VM putting this thread to sleep and
+ * waking it (an IPI to an idle vCPU) costs about as much: so it polls for
+ * up to busy_poll_ns first. Only while the waits it sees average less than
+ * that: against a slow store it goes straight to sleep. Returns whether
+ * something arrived while polling.
+ */
+static bool busy_poll(struct engine *e, uint64_t now, uint64_t deadline)
+{
+	if (!e->params.busy_poll_ns || e->wait_avg_ns >= e->params.busy_poll_ns)
+		return false;
+	io_uring_submit(&e->ring);
+	uint64_t until = now + e->params.busy_poll_ns < deadline ? now + e->params.busy_poll_ns
+								 : deadline;
+	for (uint64_t t = now; t < until; t = now_ns()) {
+		if (work_arrived(e)) {
+			e->wait_avg_ns = (7 * e->wait_avg_ns + (t - now)) / 8;
+			return true;
+		}
+		cpu_relax();
+	}
+	return false;
+}
+
+/* Sleeps in the ring until a completion, a handed-over request or the next deadline. */
 static void wait_for_events(struct engine *e, uint64_t now)
 {
 	uint64_t deadline = sched_next_deadline(e->sched);
@@ -755,23 +805,36 @@ static void wait_for_events(struct engine *e, uint64_t now)
 		deadline = e->next_retire_ns;
 	if (e->next_publish_ns < deadline)
 		deadline = e->next_publish_ns;
-	struct io_uring_cqe *cqe;
 	if (deadline <= now) {
+		io_uring_submit(&e->ring);
+		return;
+	}
+	/* Waits with nothing at the store are a tenant's think time, not the store's. */
+	bool store_busy = e->ring_inflight > 0;
+	if (store_busy && busy_poll(e, now, deadline))
+		return;
+	atomic_store(&e->reactor_asleep, true);
+	if (atomic_load(&e->handoff) || atomic_load(&e->held_done)) {
+		atomic_store(&e->reactor_asleep, false);
 		io_uring_submit(&e->ring);
 		return;
 	}
 	uint64_t wait_ns = deadline - now;
 	if (e->wait_by_poll) {
 		io_uring_submit(&e->ring);
-		if (io_uring_cq_ready(&e->ring))
-			return;
-		struct pollfd ring = {.fd = e->ring.ring_fd, .events = POLLIN};
-		(void)poll(&ring, 1, (int)((wait_ns + 999999u) / 1000000u));
-		return;
+		if (!io_uring_cq_ready(&e->ring)) {
+			struct pollfd ring = {.fd = e->ring.ring_fd, .events = POLLIN};
+			(void)poll(&ring, 1, (int)((wait_ns + 999999u) / 1000000u));
+		}
+	} else {
+		struct __kernel_timespec ts = {.tv_sec = (long long)(wait_ns / 1000000000u),
+					       .tv_nsec = (long long)(wait_ns % 1000000000u)};
+		struct io_uring_cqe *cqe;
+		io_uring_submit_and_wait_timeout(&e->ring, &cqe, 1, &ts, NULL);
 	}
-	struct __kernel_timespec ts = {.tv_sec = (long long)(wait_ns / 1000000000u),
-				       .tv_nsec = (long long)(wait_ns % 1000000000u)};
-	io_uring_submit_and_wait_timeout(&e->ring, &cqe, 1, &ts, NULL);
+	atomic_store(&e->reactor_asleep, false);
+	if (store_busy)
+		e->wait_avg_ns = (7 * e->wait_avg_ns + (now_ns() - now)) / 8;
 }
 
 static void *reactor_main(void *arg)
@@ -887,6 +950,8 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	 * would stall. poll(2) it knows, at the cost of a syscall per wait.
 	 */
 	e->wait_by_poll = RUNNING_ON_VALGRIND;
+	if (e->wait_by_poll)
+		e->params.busy_poll_ns = 0; /* valgrind runs one thread at a time: polling would stall the rest */
 	*out = e;
 	return 0;
 fail:

@@ -49,6 +49,7 @@ START_TEST(empty_file_gives_defaults)
 	ck_assert_uint_eq(cfg->scheduler.max_inflight, 32);
 	ck_assert_int_eq(cfg->scheduler.idle_mode, CONFIG_IDLE_AUTO);
 	ck_assert_uint_eq(cfg->scheduler.budget_timeout_ms, 20);
+	ck_assert_uint_eq(cfg->scheduler.busy_poll_us, 200);
 	ck_assert_uint_eq(cfg->scheduler.default_weight, 100);
 	ck_assert(cfg->scheduler.honor_cgroup_weights);
 	ck_assert_int_eq(cfg->tenants.hierarchy, CONFIG_HIERARCHY_AUTO);
@@ -76,6 +77,7 @@ START_TEST(full_file_sets_every_key)
 		"max_inflight = 64\n"
 		"idle = 250\n"
 		"budget_timeout_ms = 40\n"
+		"busy_poll_us = 0\n"
 		"default_weight = 50\n"
 		"honor_cgroup_weights = no\n"
 		"\n"
@@ -102,6 +104,7 @@ START_TEST(full_file_sets_every_key)
 	ck_assert_int_eq(cfg->scheduler.idle_mode, CONFIG_IDLE_FIXED);
 	ck_assert_uint_eq(cfg->scheduler.idle_us, 250);
 	ck_assert_uint_eq(cfg->scheduler.budget_timeout_ms, 40);
+	ck_assert_uint_eq(cfg->scheduler.busy_poll_us, 0);
 	ck_assert_uint_eq(cfg->scheduler.default_weight, 50);
 	ck_assert(!cfg->scheduler.honor_cgroup_weights);
 	ck_assert_int_eq(cfg->tenants.hierarchy, CONFIG_HIERARCHY_BLKIO);
@@ -112,7 +115,7 @@ START_TEST(full_file_sets_every_key)
 	ck_assert_uint_eq(cfg->group_count, 3);
 	ck_assert_str_eq(cfg->groups[0].pattern, "/tenants/gold");
 	ck_assert_uint_eq(cfg->groups[0].weight, 800);
-	ck_assert_uint_eq(cfg->groups[0].line, 17);
+	ck_assert_uint_eq(cfg->groups[0].line, 18);
 	ck_assert_str_eq(cfg->groups[1].pattern, "/system.slice/docker-*.scope");
 	ck_assert_uint_eq(cfg->groups[1].weight, 200);
 	ck_assert_str_eq(cfg->groups[2].pattern, "/odd/[ab]]/\"q\\");
@@ -164,6 +167,8 @@ START_TEST(out_of_range)
 		     "t.conf:2: default_weight must be 1..1000, got 0");
 	expect_error("[scheduler]\nmax_inflight = 4097\n",
 		     "t.conf:2: max_inflight must be 1..4096, got 4097");
+	expect_error("[scheduler]\nbusy_poll_us = 10001\n",
+		     "t.conf:2: busy_poll_us must be 0..10000, got 10001");
 	expect_error("[scheduler]\nidle = 0\n",
 		     "t.conf:2: idle must be 1..1000000, got 0");
 	expect_error("[tenants]\ncache_ttl_ms = 60001\n",

@@ -107,6 +107,28 @@ START_TEST(more_writers_than_held_workers_checksummed)
 }
 END_TEST
 
+/* A config file in the scratch directory; the runner removes it if the test fails. */
+static void write_conf(char *path, size_t path_bytes, const char *name, const char *text)
+{
+	snprintf(path, path_bytes, "%s/%s", TEST_SCRATCH_DIR, name);
+	leftovers_add_dir(path); /* taken down by the runner if the test fails (leftovers.h) */
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* busy_poll_us = 0: the engine thread sleeps at every wait and each handover wakes it. */
+START_TEST(without_busy_poll_checksummed)
+{
+	char conf[600];
+	write_conf(conf, sizeof(conf), "nopoll.conf", "[scheduler]\nbusy_poll_us = 0\n");
+	const char *args[] = {"-c", conf, NULL};
+	checksummed_writers(args, THREADS);
+	unlink(conf);
+}
+END_TEST
+
 /* -o uring_only: buffered writes copied into the engine's buffers and sent through the ring. */
 START_TEST(uring_only_checksummed)
 {
@@ -239,12 +261,7 @@ END_TEST
 START_TEST(policy_fifo_serves_the_same_data)
 {
 	char conf[600];
-	snprintf(conf, sizeof(conf), "%s/fifo.conf", TEST_SCRATCH_DIR);
-	leftovers_add_dir(conf); /* taken down by the runner if the test fails (leftovers.h) */
-	FILE *f = fopen(conf, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs("[scheduler]\npolicy = fifo\n", f);
-	fclose(f);
+	write_conf(conf, sizeof(conf), "fifo.conf", "[scheduler]\npolicy = fifo\n");
 	const char *args[] = {"-c", conf, NULL};
 	struct test_mount m;
 	test_mount_start(&m, args);
@@ -374,6 +391,7 @@ static Suite *engine_suite(void)
 	tcase_add_test(tc, threads_random_offsets_checksummed);
 	tcase_add_test(tc, more_writers_than_held_workers_checksummed);
 	tcase_add_test(tc, uring_only_checksummed);
+	tcase_add_test(tc, without_busy_poll_checksummed);
 	tcase_add_test(tc, enospc_reaches_the_writer_and_daemon_keeps_serving);
 	tcase_add_test(tc, sigterm_loses_no_acknowledged_write);
 	tcase_add_test(tc, policy_fifo_serves_the_same_data);
