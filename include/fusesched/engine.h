@@ -66,7 +66,8 @@ struct engine_params {
 	/*
 	 * With requests at the store, the reactor polls this long for the next
 	 * completion or request before it sleeps (200 us), while the waits it
-	 * sees average less than that. 0: it always sleeps.
+	 * sees average less than that and only one tenant has requests. 0: it
+	 * always sleeps.
 	 */
 	uint64_t busy_poll_ns;
 };
