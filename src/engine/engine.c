@@ -8,10 +8,10 @@
 #include <liburing.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -766,6 +766,12 @@ static bool drained(struct engine *e)
 	       sched_inflight(e->sched) == 0 && e->ring_inflight == 0;
 }
 
+/* A moving average over the last eight or so waits for the store. */
+static void note_wait(struct engine *e, uint64_t waited_ns)
+{
+	e->wait_avg_ns = (7 * e->wait_avg_ns + waited_ns) / 8;
+}
+
 static bool work_arrived(struct engine *e)
 {
 	return io_uring_cq_ready(&e->ring) ||
@@ -795,7 +801,7 @@ static bool busy_poll(struct engine *e, uint64_t now, uint64_t deadline)
 								 : deadline;
 	for (uint64_t t = now; t < until; t = now_ns()) {
 		if (work_arrived(e)) {
-			e->wait_avg_ns = (7 * e->wait_avg_ns + (t - now)) / 8;
+			note_wait(e, t - now);
 			return true;
 		}
 		sched_yield(); /* a FUSE worker or the caller waiting for this CPU goes first */
@@ -840,7 +846,7 @@ static void wait_for_events(struct engine *e, uint64_t now)
 	}
 	atomic_store(&e->reactor_asleep, false);
 	if (store_busy)
-		e->wait_avg_ns = (7 * e->wait_avg_ns + (now_ns() - now)) / 8;
+		note_wait(e, now_ns() - now);
 }
 
 static void *reactor_main(void *arg)
