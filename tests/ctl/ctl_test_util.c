@@ -82,14 +82,6 @@ int64_t ctl_test_tenant_u64(const char *mnt, const char *cgroup, const char *pat
 	return r;
 }
 
-void ctl_test_write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	ck_assert_msg(f != NULL, "open %s: %s", path, strerror(errno));
-	fputs(text, f);
-	ck_assert_msg(fclose(f) == 0, "write %s: %s", path, strerror(errno));
-}
-
 static char made[16][256];
 static int made_count;
 
@@ -111,7 +103,7 @@ void ctl_test_cgroup_move(const char *root, const char *name, pid_t pid)
 	char path[512], text[32];
 	snprintf(path, sizeof(path), "%s%s/cgroup.procs", root, name);
 	snprintf(text, sizeof(text), "%d\n", (int)pid);
-	ctl_test_write_file(path, text);
+	test_write_file(path, text);
 }
 
 /* After a failed assertion writers may still run inside: end them first. */

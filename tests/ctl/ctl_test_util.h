@@ -22,9 +22,6 @@ struct json_object *ctl_test_tenant(struct json_object *mount, const char *cgrou
 /* Integer at a dotted path ("ops.write") of a tenant row; -1 when the tenant is missing. */
 int64_t ctl_test_tenant_u64(const char *mnt, const char *cgroup, const char *path);
 
-/* Writes TEXT to PATH (a config file, cgroup.procs, ...). */
-void ctl_test_write_file(const char *path, const char *text);
-
 /*
  * Creates ROOT/NAME; remembers it so ctl_test_cgroups_cleanup() removes it,
  * and records it for the runner's cleanup after a failed test (leftovers.h).

@@ -220,7 +220,7 @@ START_TEST(group_socket_is_0660_and_lets_the_group_in)
 	leftovers_add_dir(conf); /* taken down by the runner if the test fails (leftovers.h) */
 	char text[256];
 	snprintf(text, sizeof(text), "[control]\nsocket = %s\ngroup = 4321\n", sock);
-	ctl_test_write_file(conf, text);
+	test_write_file(conf, text);
 	struct test_mount m;
 	const char *args[] = {"-c", conf, NULL};
 	test_mount_start(&m, args);
@@ -283,7 +283,7 @@ START_TEST(a_socket_given_up_while_the_new_daemon_waits_is_taken)
 	leftovers_add_dir(sock);
 	char text[256];
 	snprintf(text, sizeof(text), "[control]\nsocket = %s\n", sock);
-	ctl_test_write_file(conf, text);
+	test_write_file(conf, text);
 	mkdir("/run/fusesched", 0755);
 	int ready[2];
 	ck_assert_int_eq(pipe(ready), 0);

@@ -45,7 +45,7 @@ static void write_config(unsigned weight_a, unsigned weight_b, const char *extra
 		 "%s\n[tenants]\ncache_ttl_ms = 20\n\n[group \"%s\"]\nweight = %u\n\n"
 		 "[group \"%s\"]\nweight = %u\n",
 		 extra ? extra : "", group_a, weight_a, group_b, weight_b);
-	ctl_test_write_file(config_path, text);
+	test_write_file(config_path, text);
 }
 
 static void mount_with_config(struct test_mount *m)
@@ -353,7 +353,7 @@ START_TEST(blkio_bfq_weight_is_honoured_without_a_rule)
 		printf("SKIP: %s missing: this kernel's blkio has no BFQ weights\n", weight_file);
 		return;
 	}
-	ctl_test_write_file(weight_file, "300\n");
+	test_write_file(weight_file, "300\n");
 	struct test_mount m;
 	mount_with_config(&m);
 	pid_t pid = fork();
@@ -400,7 +400,7 @@ START_TEST(reload_and_sighup_change_weights_while_writing_bad_file_keeps_them)
 	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_a, "weight"), 700);
 
 	/* Line 3 of this file is the bad one. */
-	ctl_test_write_file(config_path, "[scheduler]\npolicy = bfq\nmax_inflight = 0\n");
+	test_write_file(config_path, "[scheduler]\npolicy = bfq\nmax_inflight = 0\n");
 	out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
 	ck_assert_int_eq(status, 2);
 	char where[600];

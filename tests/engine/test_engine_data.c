@@ -1,5 +1,4 @@
 /* The scheduled data path through a real mount: data integrity, errors, shutdown. */
-#include "ctl_test_util.h"
 #include "leftovers.h"
 #include "mount_helper.h"
 
@@ -113,7 +112,7 @@ static void write_conf(char *path, size_t path_bytes, const char *name, const ch
 {
 	snprintf(path, path_bytes, "%s/%s", TEST_SCRATCH_DIR, name);
 	leftovers_add_dir(path); /* taken down by the runner if the test fails (leftovers.h) */
-	ctl_test_write_file(path, text);
+	test_write_file(path, text);
 }
 
 /* busy_poll_us = 0: the engine thread sleeps at every wait and each handover wakes it. */

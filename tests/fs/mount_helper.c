@@ -219,6 +219,18 @@ int test_run_as(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
 }
 
+void test_write_file(const char *path, const char *text)
+{
+	char what[320];
+	snprintf(what, sizeof(what), "write %s", path);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		die(what);
+	fputs(text, f);
+	if (fclose(f) != 0)
+		die(what);
+}
+
 int test_sh(const char *fmt, ...)
 {
 	char cmd[2048];

@@ -48,6 +48,9 @@ bool test_in_mountinfo(const char *path);
 /* Runs fn(arg) in a child as uid/gid and returns fn's result (an errno or 0). */
 int test_run_as(uid_t uid, gid_t gid, int (*fn)(void *), void *arg);
 
+/* Writes TEXT to PATH (a config file, cgroup.procs, ...); exits 99 naming PATH on failure. */
+void test_write_file(const char *path, const char *text);
+
 /* Runs a command line through sh; returns its exit status. */
 int test_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -112,10 +112,7 @@ static void write_scratch(const char *name, const char *content)
 {
 	char path[600];
 	snprintf(path, sizeof(path), "%s/%s", scratch, name);
-	FILE *f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(content, f);
-	fclose(f);
+	test_write_file(path, content);
 }
 
 START_TEST(config_errors_stop_the_mount)

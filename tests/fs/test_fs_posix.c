@@ -32,14 +32,6 @@ static void mount_down(void)
 	test_mount_require_clean_exit(test_mount_stop(&M));
 }
 
-static void write_file(const char *path, const char *data)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, data, strlen(data)), (ssize_t)strlen(data));
-	ck_assert_int_eq(close(fd), 0);
-}
-
 static char *read_file(const char *path)
 {
 	static char buf[4096];
@@ -56,7 +48,7 @@ static char *read_file(const char *path)
 
 START_TEST(files_and_directories)
 {
-	write_file(test_mnt_path(&M, "f1"), "hello");
+	test_write_file(test_mnt_path(&M, "f1"), "hello");
 	ck_assert_str_eq(read_file(test_backing_path(&M, "f1")), "hello");
 	ck_assert_str_eq(read_file(test_mnt_path(&M, "f1")), "hello");
 	ck_assert_int_eq(mkdir(test_mnt_path(&M, "d1"), 0750), 0);
@@ -64,7 +56,7 @@ START_TEST(files_and_directories)
 	ck_assert_int_eq(stat(test_backing_path(&M, "d1"), &st), 0);
 	ck_assert(S_ISDIR(st.st_mode));
 	ck_assert_int_eq(st.st_mode & 07777, 0750);
-	write_file(test_mnt_path(&M, "d1/inner"), "x");
+	test_write_file(test_mnt_path(&M, "d1/inner"), "x");
 	ck_assert_int_eq(rmdir(test_mnt_path(&M, "d1")), -1);
 	ck_assert_int_eq(errno, ENOTEMPTY);
 	ck_assert_int_eq(unlink(test_mnt_path(&M, "d1/inner")), 0);
@@ -82,7 +74,7 @@ END_TEST
 
 START_TEST(times_now_and_omit)
 {
-	write_file(test_mnt_path(&M, "t1"), "x");
+	test_write_file(test_mnt_path(&M, "t1"), "x");
 	struct timespec ts[2] = {{.tv_sec = 1000000, .tv_nsec = 5}, {.tv_nsec = UTIME_OMIT}};
 	struct stat before, after;
 	ck_assert_int_eq(stat(test_backing_path(&M, "t1"), &before), 0);
@@ -105,7 +97,7 @@ END_TEST
 
 START_TEST(symlinks_and_hard_links)
 {
-	write_file(test_mnt_path(&M, "target"), "data");
+	test_write_file(test_mnt_path(&M, "target"), "data");
 	ck_assert_int_eq(symlink("target", test_mnt_path(&M, "sl")), 0);
 	char buf[64];
 	ssize_t n = readlink(test_backing_path(&M, "sl"), buf, sizeof(buf));
@@ -132,8 +124,8 @@ END_TEST
 
 START_TEST(rename_variants)
 {
-	write_file(test_mnt_path(&M, "r_a"), "A");
-	write_file(test_mnt_path(&M, "r_b"), "B");
+	test_write_file(test_mnt_path(&M, "r_a"), "A");
+	test_write_file(test_mnt_path(&M, "r_b"), "B");
 	/* NOREPLACE onto an existing name fails and changes nothing. */
 	ck_assert_int_eq(renameat2(AT_FDCWD, test_mnt_path(&M, "r_a"), AT_FDCWD,
 				   test_mnt_path(&M, "r_b"), RENAME_NOREPLACE), -1);
@@ -161,7 +153,7 @@ START_TEST(rename_variants)
 	ck_assert_int_eq(rename(test_mnt_path(&M, "r_dir"), test_mnt_path(&M, "r_dir3")), 0);
 	ck_assert_str_eq(read_file(test_mnt_path(&M, "r_dir3/r_c")), "B");
 	/* Exchange a file with a directory. */
-	write_file(test_mnt_path(&M, "r_f"), "F");
+	test_write_file(test_mnt_path(&M, "r_f"), "F");
 	ck_assert_int_eq(renameat2(AT_FDCWD, test_mnt_path(&M, "r_f"), AT_FDCWD,
 				   test_mnt_path(&M, "r_dir3"), RENAME_EXCHANGE), 0);
 	struct stat st;
@@ -173,7 +165,7 @@ END_TEST
 
 START_TEST(xattrs)
 {
-	write_file(test_mnt_path(&M, "x1"), "x");
+	test_write_file(test_mnt_path(&M, "x1"), "x");
 	const char *p = test_mnt_path(&M, "x1");
 	ck_assert_int_eq(setxattr(p, "user.color", "blue", 4, XATTR_CREATE), 0);
 	ck_assert_int_eq(setxattr(p, "user.color", "red", 3, XATTR_CREATE), -1);
@@ -196,7 +188,7 @@ END_TEST
 
 START_TEST(truncate_up_and_down)
 {
-	write_file(test_mnt_path(&M, "tr"), "0123456789");
+	test_write_file(test_mnt_path(&M, "tr"), "0123456789");
 	ck_assert_int_eq(truncate(test_mnt_path(&M, "tr"), 4), 0);
 	ck_assert_str_eq(read_file(test_backing_path(&M, "tr")), "0123");
 	ck_assert_int_eq(truncate(test_mnt_path(&M, "tr"), 100000), 0);
@@ -360,7 +352,7 @@ END_TEST
 
 START_TEST(unlink_open_file)
 {
-	write_file(test_mnt_path(&M, "ul"), "still here");
+	test_write_file(test_mnt_path(&M, "ul"), "still here");
 	int fd = open(test_mnt_path(&M, "ul"), O_RDWR);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(unlink(test_mnt_path(&M, "ul")), 0);
@@ -394,7 +386,7 @@ START_TEST(errors_match_backing)
 	ck_assert_int_eq(mkdir(test_mnt_path(&M, "e_dir"), 0755), 0);
 	ck_assert_int_eq(mkdir(test_mnt_path(&M, "e_dir"), 0755), -1);
 	ck_assert_int_eq(errno, EEXIST);
-	write_file(test_mnt_path(&M, "e_dir/f"), "x");
+	test_write_file(test_mnt_path(&M, "e_dir/f"), "x");
 	ck_assert_int_eq(rmdir(test_mnt_path(&M, "e_dir")), -1);
 	ck_assert_int_eq(errno, ENOTEMPTY);
 	ck_assert_int_eq(open(test_mnt_path(&M, "e_dir/f"), O_CREAT | O_EXCL | O_WRONLY, 0644), -1);
@@ -475,7 +467,7 @@ END_TEST
 
 START_TEST(locks_are_kernel_local)
 {
-	write_file(test_mnt_path(&M, "lk"), "x");
+	test_write_file(test_mnt_path(&M, "lk"), "x");
 	int fd = open(test_mnt_path(&M, "lk"), O_RDWR);
 	ck_assert_int_eq(flock(fd, LOCK_EX), 0);
 	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};

@@ -63,7 +63,7 @@ static void churn_round(const struct test_mount *m, int round)
 		snprintf(procs, sizeof(procs), "%s/cgroup.procs", path);
 		char pidtext[32];
 		snprintf(pidtext, sizeof(pidtext), "%d\n", pid);
-		ctl_test_write_file(procs, pidtext);
+		test_write_file(procs, pidtext);
 		ck_assert_int_eq(write(go[1], "g", 1), 1);
 		close(go[1]);
 		int status;
@@ -78,7 +78,7 @@ START_TEST(short_lived_cgroups_are_retired)
 	char conf[512];
 	snprintf(conf, sizeof(conf), "%s/churn-%d.conf", TEST_SCRATCH_DIR, getpid());
 	leftovers_add_dir(conf); /* taken down by the runner if the test fails (leftovers.h) */
-	ctl_test_write_file(conf, "[tenants]\ncache_ttl_ms = 50\nretire_idle_ms = 1000\n");
+	test_write_file(conf, "[tenants]\ncache_ttl_ms = 50\nretire_idle_ms = 1000\n");
 	const char *args[] = {"-c", conf, NULL};
 	struct test_mount m;
 	test_mount_start(&m, args);

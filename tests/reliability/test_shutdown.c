@@ -368,7 +368,7 @@ static void sigterm_mid_fio(const char *config_text)
 	const char *args[] = {"-c", conf, NULL};
 	if (config_text) {
 		mkdir(TEST_SCRATCH_DIR, 0755);
-		ctl_test_write_file(conf, config_text);
+		test_write_file(conf, config_text);
 		leftovers_add_dir(conf);
 	}
 	struct test_mount m;

@@ -104,7 +104,7 @@ START_TEST(mount_workload_unmount_is_clean_under_memcheck)
 	/* Taken down by the runner if the test fails (leftovers.h). */
 	leftovers_add_dir(log_path);
 	leftovers_add_dir(conf_path);
-	ctl_test_write_file(conf_path, "[group \"/fs-vg-gold\"]\nweight = 800\n");
+	test_write_file(conf_path, "[group \"/fs-vg-gold\"]\nweight = 800\n");
 	ck_assert_msg(test_sh("command -v valgrind >/dev/null") == 0,
 		      "valgrind is not installed (scripts/install-deps installs it)");
 	char log_arg[300];

@@ -2,6 +2,7 @@
  * these hosts: v2 at /sys/fs/cgroup/unified, v1 blkio at
  * /sys/fs/cgroup/blkio).  Exits 77 (skipped) where they are missing. */
 #include "fusesched/tenant.h"
+#include "mount_helper.h"
 
 #include <check.h>
 #include <errno.h>
@@ -21,22 +22,13 @@
 /* Set up in the runner process, so teardown can clean up after a failure. */
 static char group_a[128], group_b[128], group_blk[128];
 
-static void write_text(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	ck_assert_msg(f != NULL, "open %s: %s", path, strerror(errno));
-	fputs(text, f);
-	ck_assert_msg(fclose(f) == 0, "write %s: %s", path, strerror(errno));
-}
-
 static void move_pid(const char *root, const char *group, pid_t pid)
 {
 	char path[256], text[32];
 
 	snprintf(path, sizeof(path), "%s%s/cgroup.procs", root, group);
 	snprintf(text, sizeof(text), "%d\n", (int)pid);
-	write_text(path, text);
+	test_write_file(path, text);
 }
 
 static void remove_group(const char *root, const char *group)
@@ -195,7 +187,7 @@ START_TEST(blkio_weight_is_honoured)
 		       group_blk);
 		return;
 	}
-	write_text(path, "300\n");
+	test_write_file(path, "300\n");
 
 	table = open_table("[group \"/unrelated\"]\nweight = 5\n");
 	child = spawn_sleeper(&pipe_w);
