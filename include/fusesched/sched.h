@@ -186,5 +186,7 @@ void sched_timer(struct sched *s, uint64_t now_ns);
 uint64_t sched_peak_rate(const struct sched *s);
 uint32_t sched_inflight(const struct sched *s);
 uint32_t sched_pending(const struct sched *s);
+/* Tenants with requests queued or in flight. */
+uint32_t sched_busy_queues(const struct sched *s);
 
 #endif

@@ -60,7 +60,6 @@ struct engine_req {
 struct tenant_slot {
 	struct sched_queue *queue;     /* NULL: no queue yet, or retired */
 	uint32_t weight;               /* the weight the queue has */
-	uint32_t outstanding;          /* its requests queued or in flight */
 };
 
 struct engine {
@@ -90,7 +89,6 @@ struct engine {
 	/* Reactor-only state. */
 	struct tenant_slot *slots;     /* by tenant id */
 	uint32_t slot_count;
-	uint32_t busy_tenants;         /* tenants with requests queued or in flight */
 	uint64_t weights_epoch;
 	uint64_t next_retire_ns;
 	uint64_t next_publish_ns;
@@ -540,8 +538,6 @@ static bool holds_write_room(const struct engine_req *er)
 static void release(struct engine *e, struct engine_req *er, uint64_t now)
 {
 	sched_complete(e->sched, &er->sched, now);
-	if (--e->slots[er->tenant].outstanding == 0)
-		e->busy_tenants--;
 	if (holds_write_room(er))
 		write_room_release(e, er->size_bytes);
 	bufpool_put(e->buffers, er->buf);
@@ -683,8 +679,6 @@ static void take_handoff(struct engine *e, uint64_t now)
 			free(er);
 			continue;
 		}
-		if (e->slots[er->tenant].outstanding++ == 0)
-			e->busy_tenants++;
 		sched_enqueue(e->sched, &er->sched, now);
 	}
 }
@@ -794,7 +788,7 @@ static bool work_arrived(struct engine *e)
 static bool busy_poll(struct engine *e, uint64_t now, uint64_t deadline)
 {
 	if (!e->params.busy_poll_ns || e->wait_avg_ns >= e->params.busy_poll_ns ||
-	    e->busy_tenants > 1)
+	    sched_busy_queues(e->sched) > 1)
 		return false;
 	io_uring_submit(&e->ring);
 	uint64_t until = now + e->params.busy_poll_ns < deadline ? now + e->params.busy_poll_ns

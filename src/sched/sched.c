@@ -1265,3 +1265,8 @@ uint32_t sched_pending(const struct sched *s)
 {
 	return s->pending;
 }
+
+uint32_t sched_busy_queues(const struct sched *s)
+{
+	return s->nbusy;
+}
