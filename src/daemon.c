@@ -65,6 +65,8 @@ int daemon_parse_mount_opts(struct daemon_options *o, const char *opts, char *er
 			o->allow_devices = true;
 		} else if (strcmp(opt, "nodev") == 0) {
 			o->allow_devices = false;
+		} else if (strcmp(opt, "nodevnodes") == 0) {
+			o->refuse_device_nodes = true;
 		} else if (strcmp(opt, "suid") == 0) {
 			o->allow_suid = true;
 		} else if (strcmp(opt, "nosuid") == 0) {
@@ -360,13 +362,16 @@ int daemon_run(const struct daemon_options *o)
 		return 2;
 	raise_nofile_limit();
 	drop_resource_capability();
-	/* The kernel already applied the caller's umask to every mode it sends. */
+	/*
+	 * Creations apply the caller's umask in their own thread (creds.h); the
+	 * daemon's own is 0 so that nothing else masks a mode twice.
+	 */
 	umask(0);
 
 	struct fs_options fo;
 	fs_options_default(&fo);
 	fo.backing_path = o->backing_path;
-	fo.allow_devices = o->allow_devices;
+	fo.refuse_device_nodes = o->refuse_device_nodes;
 	fo.writeback_cache = o->writeback_cache;
 
 	char err[512];
@@ -453,7 +458,7 @@ int daemon_run(const struct daemon_options *o)
 			o->mountpoint);
 		goto out_signals;
 	}
-	if (fs_attach_channel(se) != 0) {
+	if (fs_attach_channel(fs, se) != 0) {
 		fprintf(stderr, "fusesched: cannot attach to the FUSE channel\n");
 		goto out_unmount;
 	}

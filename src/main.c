@@ -23,7 +23,9 @@ static void print_usage(FILE *out)
 		"  -c FILE, -o config=FILE  scheduler and tenant configuration (INI)\n"
 		"  -f, -o foreground        stay in the foreground (default: daemonize)\n"
 		"  -d                       trace every FUSE request (implies -f)\n"
-		"  -o dev                   allow creating device nodes (default nodev)\n"
+		"  -o dev                   device nodes can be opened (default nodev: created\n"
+		"                           by callers with CAP_MKNOD, but not opened)\n"
+		"  -o nodevnodes            refuse creating device nodes (EPERM)\n"
 		"  -o suid                  honour setuid bits (default nosuid)\n"
 		"  -o writeback_cache       kernel write caching; flushes charged to the opener\n"
 		"  -o uring_only            every data request through io_uring (see README)\n"
@@ -38,7 +40,8 @@ static void print_usage(FILE *out)
 		"                           idle, idle-time, injected, expired\n"
 		"\n"
 		"Always mounted allow_other,default_permissions: the kernel checks\n"
-		"permissions, and objects are created as the calling user.\n"
+		"permissions and POSIX ACLs; objects are created as the calling user,\n"
+		"and data is written as the user who opened the file.\n"
 		"Unmount with 'fusermount3 -u MOUNTPOINT' or 'umount MOUNTPOINT'.\n");
 }
 

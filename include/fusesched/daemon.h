@@ -15,7 +15,8 @@ struct daemon_options {
 	char config_path[4096];      /* empty: built-in defaults */
 	bool foreground;
 	bool debug;                  /* libfuse request tracing */
-	bool allow_devices;          /* -o dev */
+	bool allow_devices;          /* -o dev: device nodes on the volume can be opened */
+	bool refuse_device_nodes;    /* -o nodevnodes: mknod of devices fails (EPERM) */
 	bool allow_suid;             /* -o suid */
 	bool writeback_cache;        /* -o writeback_cache */
 	bool uring_only;             /* -o uring_only: no held writes (engine.h) */

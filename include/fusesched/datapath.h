@@ -12,6 +12,8 @@
 
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
+
+#include "fusesched/creds.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -31,8 +33,9 @@ struct datapath_file {
 	bool direct;               /* O_DIRECT backing: buffers must be aligned */
 	bool sync_writes;          /* O_SYNC/O_DSYNC: each write is waited on like a journal's */
 	pid_t opener_pid;          /* who opened it */
-	uid_t opener_uid;
+	struct creds opener;       /* with groups: its data is written as the opener (creds.h) */
 	uint32_t opener_tenant;    /* set by the datapath: pid-0 requests are charged here */
+	uint16_t ring_personality; /* set by the datapath: its io_uring id for opener, 0: none */
 };
 
 struct datapath_req {
@@ -50,14 +53,16 @@ struct datapath_req {
 	unsigned int copy_flags;
 	/* Caller, for attribution; pid 0 means writeback, mmap or not visible. */
 	pid_t pid;
-	uid_t uid;
 };
 
 struct datapath {
 	/* Takes the request; replies to r->req exactly once, now or later. */
 	void (*submit)(struct datapath *self, const struct datapath_req *r);
-	/* A file was opened (before the reply) or released (after its last request). */
-	void (*file_opened)(struct datapath *self, struct datapath_file *f);
+	/*
+	 * A file was opened (before the reply; 0 or -errno, and then the open
+	 * fails) or released (after its last request).
+	 */
+	int (*file_opened)(struct datapath *self, struct datapath_file *f);
 	void (*file_released)(struct datapath *self, struct datapath_file *f);
 };
 

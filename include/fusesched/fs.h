@@ -13,7 +13,13 @@
 
 struct fs_options {
 	const char *backing_path;
-	bool allow_devices;          /* -o dev: mknod may create device nodes */
+	/*
+	 * -o nodevnodes: mknod of block and character devices fails with EPERM.
+	 * By default a caller with CAP_MKNOD (the kernel checks it) creates
+	 * them, as on a local filesystem; opening them is refused unless the
+	 * volume is mounted with -o dev.
+	 */
+	bool refuse_device_nodes;
 	/*
 	 * -o writeback_cache: the kernel caches writes and flushes them later
 	 * with pid 0, so they are charged to the tenant that opened the file.
@@ -53,9 +59,10 @@ const struct fuse_lowlevel_ops *fs_lowlevel_ops(void);
  * asks the kernel to leave dropping setuid/setgid on write and truncation to
  * it (FUSE_HANDLE_KILLPRIV_V2, Linux 5.11+; older kernels keep doing it
  * themselves): the kernel stops asking for security.capability before every
- * write. Call after fuse_session_mount, before the loop. 0 or -errno.
+ * write. The fs also sends its notifications (stale attributes) through se.
+ * Call after fuse_session_mount, before the loop. 0 or -errno.
  */
-int fs_attach_channel(struct fuse_session *se);
+int fs_attach_channel(struct fs *fs, struct fuse_session *se);
 
 /* Live inodes (root included), for tests and stats. */
 uint64_t fs_inode_count(struct fs *fs);

@@ -1,6 +1,7 @@
 /* The io_uring engine: one reactor thread owning the ring and the scheduler. */
 #include "fusesched/engine.h"
 #include "fusesched/bufpool.h"
+#include "fusesched/personality.h"
 #include "fusesched/stats.h"
 #include "fusesched/tenant.h"
 
@@ -25,6 +26,9 @@
 
 #define WAKE_TAG 0u                /* user_data of the eventfd read */
 #define RETIRE_BATCH 64u
+/* Opener credential sets kept registered with nobody's file open; in use at once. */
+#define PERSONALITIES_IDLE_MAX 64u
+#define PERSONALITIES_LIVE_MAX 4096u
 
 /* The solo token (see take_solo). Only the reactor closes and opens it. */
 enum solo_state {
@@ -70,6 +74,7 @@ struct engine {
 	struct sched *sched;
 	struct io_uring ring;
 	struct bufpool *buffers;
+	struct personality_cache *personalities;
 	bool buffers_registered;   /* arena is the ring's fixed buffer 0 */
 	bool wait_by_poll;         /* wait with poll(2) on the ring fd, not inside io_uring_enter */
 	int wake_fd;
@@ -317,6 +322,26 @@ static int transfer_in_worker(struct engine_req *er, void *buf)
 	return 0;
 }
 
+/*
+ * A write run by a FUSE worker runs as the file's opener, as the ring's do
+ * (personality.h): allocation rules such as ext4's root reserve go by the
+ * writer's fsuid. Reads and syncs of an open file consult no identity.
+ */
+static int transfer_in_worker_as_opener(struct engine_req *er, void *buf)
+{
+	const struct creds *opener = &er->file->opener;
+	bool switch_creds = er->op == DATAPATH_WRITE && !creds_are_root(opener);
+	if (switch_creds) {
+		int r = creds_enter(opener);
+		if (r)
+			return r;
+	}
+	int res = transfer_in_worker(er, buf);
+	if (switch_creds)
+		creds_leave();
+	return res;
+}
+
 static void run_held_write(struct engine *e, struct engine_req *er, sem_t *go)
 {
 	while (sem_wait(go) != 0)
@@ -329,7 +354,7 @@ static void run_held_write(struct engine *e, struct engine_req *er, sem_t *go)
 		atomic_fetch_sub(&e->held_writes, 1);
 		return;
 	}
-	int res = transfer_in_worker(er, (void *)er->held_data);
+	int res = transfer_in_worker_as_opener(er, (void *)er->held_data);
 	record_done(e, er, res, now_ns());
 	atomic_fetch_sub(&e->held_writes, 1);
 	/* Completed before the reply: the caller's next request must find it so.
@@ -397,7 +422,7 @@ static void run_solo(struct engine *e, struct engine_req *er, const void *write_
 			if (er->op == DATAPATH_WRITE)
 				memcpy(er->buf, write_data, er->size_bytes);
 		}
-		res = transfer_in_worker(er, er->buf ? er->buf : (void *)write_data);
+		res = transfer_in_worker_as_opener(er, er->buf ? er->buf : (void *)write_data);
 		break;
 	case DATAPATH_FSYNC:
 		res = fsync(er->file->fd) < 0 ? -errno : 0;
@@ -473,17 +498,26 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 		run_held_write(e, er, &go);
 }
 
-static void engine_file_opened(struct datapath *dp, struct datapath_file *f)
+static int engine_file_opened(struct datapath *dp, struct datapath_file *f)
 {
 	struct engine *e = (struct engine *)dp;
+	int id = personality_get(e->personalities, &f->opener);
+	if (id < 0) {
+		fuse_log(FUSE_LOG_ERR, "fusesched: cannot register io_uring credentials of uid %u: %s\n",
+			 (unsigned)f->opener.uid, strerror(-id));
+		return id;
+	}
+	f->ring_personality = (uint16_t)id;
 	f->opener_tenant = tenant_resolve(e->tenants, f->opener_pid, now_ns());
 	tenant_hold(e->tenants, f->opener_tenant);
+	return 0;
 }
 
 static void engine_file_released(struct datapath *dp, struct datapath_file *f)
 {
 	struct engine *e = (struct engine *)dp;
 	tenant_release(e->tenants, f->opener_tenant);
+	personality_put(e->personalities, f->ring_personality);
 }
 
 /* ---- reactor side ----------------------------------------------------- */
@@ -554,15 +588,26 @@ static void reply_and_finish(struct engine *e, struct engine_req *er, int res, u
 /*
  * copy_file_range has no io_uring opcode: it runs here, in the reactor,
  * once the scheduler let it through, so it is still charged and ordered.
+ * It writes as the destination's opener, like every write.
  */
 static void run_copy_range(struct engine *e, struct engine_req *er, uint64_t now)
 {
+	const struct creds *writer = &er->file_out->opener;
+	bool switch_creds = !creds_are_root(writer);
+	int entered = switch_creds ? creds_enter(writer) : 0;
 	loff_t in = (loff_t)er->offset_bytes, out = (loff_t)er->offset_out_bytes;
-	ssize_t n = copy_file_range(er->file->fd, &in, er->file_out->fd, &out, er->size_bytes,
+	ssize_t n = entered;
+	if (!entered) {
+		n = copy_file_range(er->file->fd, &in, er->file_out->fd, &out, er->size_bytes,
 				    er->copy_flags);
+		if (n < 0)
+			n = -errno;
+		if (switch_creds)
+			creds_leave();
+	}
 	if (n > 0)
 		er->done_bytes = (uint64_t)n;
-	reply_and_finish(e, er, n < 0 ? -errno : 0, now);
+	reply_and_finish(e, er, n < 0 ? (int)n : 0, now);
 }
 
 static void issue(struct engine *e, struct engine_req *er, uint64_t now)
@@ -613,6 +658,7 @@ static void issue(struct engine *e, struct engine_req *er, uint64_t now)
 	case DATAPATH_COPY_RANGE:
 		break;
 	}
+	sqe->personality = er->file->ring_personality; /* as the opener (personality.h) */
 	io_uring_sqe_set_data(sqe, er);
 	e->ring_inflight++;
 }
@@ -950,6 +996,14 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 		io_uring_queue_exit(&e->ring);
 		goto fail;
 	}
+	r = personality_cache_new(&e->ring, PERSONALITIES_IDLE_MAX, PERSONALITIES_LIVE_MAX,
+				  &e->personalities);
+	if (r < 0) {
+		snprintf(err, err_bytes, "out of memory");
+		bufpool_free(e->buffers);
+		io_uring_queue_exit(&e->ring);
+		goto fail;
+	}
 	/*
 	 * valgrind runs one thread at a time and does not know io_uring_enter
 	 * may block: the reactor would sleep holding it and every FUSE worker
@@ -994,6 +1048,7 @@ void engine_free(struct engine *e)
 	if (!e)
 		return;
 	engine_stop(e);
+	personality_cache_free(e->personalities);
 	io_uring_queue_exit(&e->ring);
 	bufpool_free(e->buffers);
 	close(e->wake_fd);

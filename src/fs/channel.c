@@ -87,8 +87,9 @@ static ssize_t channel_writev(int fd, struct iovec *iov, int count, void *userda
 	return writev(fd, iov, count);
 }
 
-int fs_attach_channel(struct fuse_session *se)
+int fs_attach_channel(struct fs *fs, struct fuse_session *se)
 {
+	fs->session = se;
 	static const struct fuse_custom_io io = {.read = channel_read, .writev = channel_writev};
 	return fuse_session_custom_io(se, &io, fuse_session_fd(se));
 }

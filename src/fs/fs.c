@@ -113,6 +113,13 @@ void fs_handle_untrack(struct fs *fs, struct fs_handle *h)
 	pthread_mutex_unlock(&fs->handles_lock);
 }
 
+void fs_invalidate_attr(struct fs *fs, fuse_ino_t ino)
+{
+	/* A negative offset: attributes only, no page-cache invalidation (which could wait on us). */
+	if (fs->session)
+		fuse_lowlevel_notify_inval_inode(fs->session, ino, -1, 0);
+}
+
 uint64_t fs_inode_count(struct fs *fs)
 {
 	return inode_table_count(fs->inodes);
@@ -123,28 +130,56 @@ void fs_proc_path(int fd, char out[FS_PROC_PATH_BYTES])
 	snprintf(out, FS_PROC_PATH_BYTES, "/proc/self/fd/%d", fd);
 }
 
-int fs_run_as_caller(fuse_req_t req, int (*op)(void *arg), void *arg)
+void fs_caller_creds(fuse_req_t req, bool with_groups, struct creds *out)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct creds c = {.uid = ctx->uid, .gid = ctx->gid, .group_count = 0};
-	int r = creds_enter(&c);
+	out->uid = ctx->uid;
+	out->gid = ctx->gid;
+	out->group_count = 0;
+	if (!with_groups || creds_are_root(out))
+		return;
+	int n = fuse_req_getgroups(req, CREDS_MAX_GROUPS, out->groups);
+	out->group_count = n <= 0 ? 0 : (n > CREDS_MAX_GROUPS ? CREDS_MAX_GROUPS : n);
+}
+
+int fs_run_as(const struct creds *c, int (*op)(void *arg), void *arg)
+{
+	if (c->uid == 0 && c->gid == 0)
+		return op(arg); /* the daemon's own: nothing to switch */
+	int r = creds_enter(c);
 	if (r)
 		return r;
 	r = op(arg);
 	creds_leave();
-	if (r != -EACCES && r != -EPERM)
-		return r;
-	/* Refused: maybe a supplementary group grants it. Nothing was created, so retry. */
-	int n = fuse_req_getgroups(req, CREDS_MAX_GROUPS, c.groups);
-	if (n <= 0)
-		return r;
-	c.group_count = n > CREDS_MAX_GROUPS ? CREDS_MAX_GROUPS : n;
-	int entered = creds_enter(&c);
-	if (entered)
-		return entered;
-	r = op(arg);
-	creds_leave();
 	return r;
+}
+
+int fs_run_as_caller(fuse_req_t req, int (*op)(void *arg), void *arg)
+{
+	struct creds c;
+	fs_caller_creds(req, false, &c);
+	int r = fs_run_as(&c, op, arg);
+	if ((r != -EACCES && r != -EPERM) || creds_are_root(&c))
+		return r;
+	/* Refused: maybe a supplementary group grants it. Nothing was changed, so retry. */
+	fs_caller_creds(req, true, &c);
+	return c.group_count ? fs_run_as(&c, op, arg) : r;
+}
+
+bool fs_caller_has_capability(fuse_req_t req, int capability)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)fuse_req_ctx(req)->pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	char line[256];
+	unsigned long long effective = 0;
+	bool found = false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %llx", &effective) == 1;
+	fclose(f);
+	return found && capability >= 0 && capability < 64 && (effective >> capability) & 1;
 }
 
 int fs_check_name(const char *name)
@@ -243,6 +278,14 @@ void fs_op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else
 		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/*
+	 * POSIX ACLs: the kernel checks them with the mode (it fetches and
+	 * caches system.posix_acl_access per inode), and sends modes unmasked
+	 * with the caller's umask, which creation applies in its own thread
+	 * only where no default ACL replaces it (creds_umask_for_creation).
+	 */
+	if ((conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK))
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	/* No export support: file handles would bypass name resolution. */
 	conn->want &= ~FUSE_CAP_EXPORT_SUPPORT;
 	/*

@@ -27,6 +27,7 @@ struct fs {
 	struct fs_handle handles;            /* list head */
 	struct inode_table *inodes;
 	struct datapath *datapath;
+	struct fuse_session *session; /* for notifications; NULL until attached */
 	atomic_uint_fast64_t fd_exhausted_logged_s; /* rate limit for the EMFILE log line */
 	/*
 	 * Bumped whenever a setattr gives a file setuid/setgid: an open file
@@ -73,6 +74,9 @@ static inline mode_t fs_mode_without_privs(mode_t mode)
 	return mode & ~(mode_t)(S_ISUID | S_ISGID) & 07777;
 }
 
+/* The kernel's cached attributes (and ACLs) of ino are stale: it asks again. */
+void fs_invalidate_attr(struct fs *fs, fuse_ino_t ino);
+
 void fs_handle_track(struct fs *fs, struct fs_handle *h);
 void fs_handle_untrack(struct fs *fs, struct fs_handle *h);
 
@@ -81,12 +85,31 @@ void fs_handle_untrack(struct fs *fs, struct fs_handle *h);
 void fs_proc_path(int fd, char out[FS_PROC_PATH_BYTES]);
 
 /*
- * Runs op(arg) as the caller of req (fsuid, fsgid) and returns its result
- * (0 or -errno). Supplementary groups cost two reads of /proc/PID/status,
- * so they are fetched only when the first try is refused (EACCES, EPERM);
- * op must have changed nothing when it fails that way.
+ * The caller of req: fsuid and fsgid, and with_groups its supplementary
+ * groups (a read of /proc/PID/task/TID/status; none for root, whose
+ * switch is skipped anyway).
+ */
+void fs_caller_creds(fuse_req_t req, bool with_groups, struct creds *out);
+
+/* Runs op(arg) as c (0 or -errno from op): for root, with no switch. */
+int fs_run_as(const struct creds *c, int (*op)(void *arg), void *arg);
+
+/*
+ * Runs op(arg) as the caller of req and returns its result (0 or -errno).
+ * Supplementary groups cost a read of /proc, so they are fetched only when
+ * the first try is refused (EACCES, EPERM); op must have changed nothing
+ * when it fails that way. An operation whose result depends on the groups
+ * without failing (setgid inheritance) fetches them first instead
+ * (fs_caller_creds with groups, then fs_run_as).
  */
 int fs_run_as_caller(fuse_req_t req, int (*op)(void *arg), void *arg);
+
+/*
+ * Whether the caller of req holds capability (CAP_*) in its effective set,
+ * from /proc/PID/status: for the rare answers the kernel leaves to the
+ * filesystem. false when the caller cannot be seen.
+ */
+bool fs_caller_has_capability(fuse_req_t req, int capability);
 
 /*
  * After an EMFILE/ENFILE (err is -errno): gives cached node descriptors

@@ -81,8 +81,9 @@ static int set_times(int fd, bool is_symlink, struct fuse_file_info *fi,
 }
 
 /*
- * The kernel (default_permissions) has already checked that the caller may
- * make each change, so it is applied as root.
+ * The kernel (default_permissions, with ACLs) has already checked that the
+ * caller may make each change, and none of them allocates space, so it is
+ * applied as root.
  */
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		   struct fuse_file_info *fi)
@@ -166,12 +167,20 @@ struct make_args {
 	const char *link;
 };
 
+static bool is_device(mode_t mode)
+{
+	return S_ISCHR(mode) || S_ISBLK(mode);
+}
+
 static int make_op(void *arg)
 {
 	const struct make_args *a = arg;
 	int r = 0;
 	switch (a->kind) {
 	case MAKE_NODE:
+		/* The kernel let the caller through only with CAP_MKNOD. */
+		if (is_device(a->mode) && (r = creds_keep_mknod()) < 0)
+			return r;
 		r = mknodat(a->parent_fd, a->name, a->mode, a->rdev);
 		break;
 	case MAKE_DIR:
@@ -184,7 +193,11 @@ static int make_op(void *arg)
 	return r < 0 ? -errno : 0;
 }
 
-/* Creates name below parent as the caller, then looks it up and replies. */
+/*
+ * Creates name below parent as the caller, then looks it up and replies.
+ * A file asking for S_ISGID keeps it only if the backing filesystem sees
+ * the caller in the file's group: its groups are fetched first.
+ */
 static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		       enum make_kind kind, mode_t mode, dev_t rdev, const char *link)
 {
@@ -195,8 +208,16 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, -pfd);
 		return;
 	}
+	if (kind != MAKE_SYMLINK)
+		mode = creds_umask_for_creation(mode, fuse_req_ctx(req)->umask);
 	struct make_args a = {kind, pfd, name, mode, rdev, link};
-	r = fs_run_as_caller(req, make_op, &a);
+	if (kind == MAKE_NODE && (mode & S_ISGID)) {
+		struct creds c;
+		fs_caller_creds(req, true, &c);
+		r = fs_run_as(&c, make_op, &a);
+	} else {
+		r = fs_run_as_caller(req, make_op, &a);
+	}
 	inode_table_fd_put(fs->inodes, parent);
 	struct fuse_entry_param e;
 	if (r == 0)
@@ -209,8 +230,8 @@ static void make_entry(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 void fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
-	if ((S_ISCHR(mode) || S_ISBLK(mode)) && !fs_of(req)->opts.allow_devices) {
-		fuse_reply_err(req, EPERM); /* device nodes need -o dev */
+	if (is_device(mode) && fs_of(req)->opts.refuse_device_nodes) {
+		fuse_reply_err(req, EPERM);
 		return;
 	}
 	make_entry(req, parent, name, MAKE_NODE, mode, rdev, NULL);
@@ -226,6 +247,19 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 	make_entry(req, parent, name, MAKE_SYMLINK, 0, 0, link);
 }
 
+struct link_args {
+	int fd;
+	int parent_fd;
+	const char *name;
+};
+
+static int link_op(void *arg)
+{
+	const struct link_args *a = arg;
+	return linkat(a->fd, "", a->parent_fd, a->name, AT_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
+/* As the caller: a new entry may take a directory block, which the root reserve must not give. */
 void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
 	struct fs *fs = fs_of(req);
@@ -233,8 +267,10 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 	int fd = r ? r : inode_table_fd_get(fs->inodes, ino);
 	int pfd = fd < 0 ? fd : inode_table_fd_get(fs->inodes, newparent);
 	r = pfd < 0 ? pfd : 0;
-	if (r == 0 && linkat(fd, "", pfd, newname, AT_EMPTY_PATH) < 0)
-		r = -errno;
+	if (r == 0) {
+		struct link_args a = {fd, pfd, newname};
+		r = fs_run_as_caller(req, link_op, &a);
+	}
 	if (pfd >= 0)
 		inode_table_fd_put(fs->inodes, newparent);
 	if (fd >= 0)
@@ -272,6 +308,22 @@ void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_entry(req, parent, name, AT_REMOVEDIR);
 }
 
+struct rename_args {
+	int parent_fd;
+	const char *name;
+	int new_parent_fd;
+	const char *new_name;
+	unsigned int flags;
+};
+
+static int rename_op(void *arg)
+{
+	const struct rename_args *a = arg;
+	return renameat2(a->parent_fd, a->name, a->new_parent_fd, a->new_name, a->flags) < 0
+		       ? -errno : 0;
+}
+
+/* As the caller, like link. */
 void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
 		  const char *newname, unsigned int flags)
 {
@@ -282,8 +334,10 @@ void fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_
 	int pfd = r ? r : inode_table_fd_get(fs->inodes, parent);
 	int npfd = pfd < 0 ? pfd : inode_table_fd_get(fs->inodes, newparent);
 	r = npfd < 0 ? npfd : 0;
-	if (r == 0 && renameat2(pfd, name, npfd, newname, flags) < 0)
-		r = -errno;
+	if (r == 0) {
+		struct rename_args a = {pfd, name, npfd, newname, flags};
+		r = fs_run_as_caller(req, rename_op, &a);
+	}
 	if (npfd >= 0)
 		inode_table_fd_put(fs->inodes, newparent);
 	if (pfd >= 0)

@@ -11,13 +11,23 @@
 /* O_CREAT and O_EXCL were handled by the kernel or by create; O_NOCTTY is meaningless here. */
 #define OPEN_FLAGS_DROPPED (O_CREAT | O_EXCL | O_NOCTTY)
 
-/* The daemon writes and truncates as root: a caller's change must drop setuid/setgid itself. */
-static bool drop_privs(int fd)
+/*
+ * A caller's write or truncation must drop setuid/setgid, and the daemon
+ * acts with rights (or a root opener's identity) that may keep them: it
+ * drops them itself, and tells the kernel its cached mode is stale, so the
+ * next stat shows the change at once.
+ */
+static bool drop_privs(struct fs *fs, fuse_ino_t ino, int fd)
 {
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return false;
-	return !fs_mode_has_privs(st.st_mode) || fchmod(fd, fs_mode_without_privs(st.st_mode)) == 0;
+	if (!fs_mode_has_privs(st.st_mode))
+		return true;
+	if (fchmod(fd, fs_mode_without_privs(st.st_mode)) < 0)
+		return false;
+	fs_invalidate_attr(fs, ino);
+	return true;
 }
 
 /*
@@ -29,23 +39,22 @@ static void drop_privs_of_file(struct fs *fs, struct fs_file *f)
 {
 	uint64_t epoch = atomic_load(&fs->privs_epoch) + 1;
 	if (atomic_load_explicit(&f->privs_checked, memory_order_relaxed) != epoch &&
-	    drop_privs(f->data.fd))
+	    drop_privs(fs, f->node_id, f->data.fd))
 		atomic_store_explicit(&f->privs_checked, epoch, memory_order_relaxed);
 }
 
 static struct fs_file *file_new(int fd, int flags, bool direct, fuse_req_t req,
-			       fuse_ino_t node_id)
+			       const struct creds *opener, fuse_ino_t node_id)
 {
 	struct fs_file *f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	f->node_id = node_id;
 	f->data.fd = fd;
 	f->data.direct = direct;
 	f->data.sync_writes = (flags & O_DSYNC) != 0; /* O_SYNC includes the O_DSYNC bit */
-	f->data.opener_pid = ctx->pid;
-	f->data.opener_uid = ctx->uid;
+	f->data.opener_pid = fuse_req_ctx(req)->pid;
+	f->data.opener = *opener;
 	return f;
 }
 
@@ -65,11 +74,19 @@ static void file_free(struct fs *fs, struct fs_file *f)
 	file_close(fs, &f->handle);
 }
 
-static void file_publish(struct fs *fs, struct fs_file *f)
+/* 0, or -errno: the datapath refused it and f is freed (fd closed, hold dropped). */
+static int file_publish(struct fs *fs, struct fs_file *f)
 {
+	int r = fs->datapath->file_opened(fs->datapath, &f->data);
+	if (r) {
+		close(f->data.fd);
+		inode_table_fd_drop(fs->inodes, f->node_id);
+		free(f);
+		return r;
+	}
 	f->handle.close = file_close;
 	fs_handle_track(fs, &f->handle);
-	fs->datapath->file_opened(fs->datapath, &f->data);
+	return 0;
 }
 
 /*
@@ -85,29 +102,51 @@ static int open_backing(const char *path, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
-static int reopen_backing(struct fs *fs, int node_fd, int flags)
-{
+struct reopen_args {
 	char path[FS_PROC_PATH_BYTES];
-	fs_proc_path(node_fd, path);
-	int fd = open_backing(path, flags);
-	if (fd < 0 && fs_reclaim_fds(fs, fd))
-		fd = open_backing(path, flags);
-	return fd;
+	int flags;
+	int fd; /* out */
+};
+
+static int reopen_op(void *arg)
+{
+	struct reopen_args *a = arg;
+	a->fd = open_backing(a->path, a->flags);
+	return a->fd < 0 ? a->fd : 0;
+}
+
+/*
+ * Opened as the caller, so that the backing file's own credentials are the
+ * opener's: network filesystems (NFS) act with them, root squashing included.
+ */
+static int reopen_backing(struct fs *fs, const struct creds *opener, int node_fd, int flags)
+{
+	struct reopen_args a = {.flags = flags, .fd = -1};
+	fs_proc_path(node_fd, a.path);
+	int r = fs_run_as(opener, reopen_op, &a);
+	if (fs_reclaim_fds(fs, r))
+		r = fs_run_as(opener, reopen_op, &a);
+	return r < 0 ? r : a.fd;
 }
 
 /* Takes over fd and the hold on ino's descriptor. */
-static void reply_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int fd, int flags)
+static void reply_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int fd, int flags,
+		       const struct creds *opener)
 {
 	struct fs *fs = fs_of(req);
 	bool direct = flags & O_DIRECT;
-	struct fs_file *f = file_new(fd, flags, direct, req, ino);
+	struct fs_file *f = file_new(fd, flags, direct, req, opener, ino);
 	if (!f) {
 		close(fd);
 		inode_table_fd_drop(fs->inodes, ino);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	file_publish(fs, f);
+	int r = file_publish(fs, f);
+	if (r) {
+		fuse_reply_err(req, -r);
+		return;
+	}
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = direct;
 	if (fuse_reply_open(req, fi) < 0)
@@ -138,15 +177,17 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	int flags = backing_flags(fs, fi->flags);
-	int fd = reopen_backing(fs, node_fd, flags);
+	struct creds opener;
+	fs_caller_creds(req, true, &opener);
+	int fd = reopen_backing(fs, &opener, node_fd, flags);
 	if (fd < 0) {
 		inode_table_fd_drop(fs->inodes, ino);
 		fuse_reply_err(req, -fd);
 		return;
 	}
 	if (fs_request_drops_privs()) /* O_TRUNC by a caller without CAP_FSETID */
-		drop_privs(fd);
-	reply_open(req, ino, fi, fd, flags);
+		drop_privs(fs, ino, fd);
+	reply_open(req, ino, fi, fd, flags, &opener);
 }
 
 struct create_args {
@@ -178,10 +219,14 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	}
 	int flags = backing_flags(fs, fi->flags) | (fi->flags & O_EXCL) | O_CREAT | O_NOFOLLOW |
 		    O_CLOEXEC;
-	struct create_args a = {pfd, name, flags, mode, -1};
-	r = fs_run_as_caller(req, create_op, &a);
+	/* With groups: the opener's data needs them, and so does keeping S_ISGID. */
+	struct creds opener;
+	fs_caller_creds(req, true, &opener);
+	struct create_args a = {pfd, name, flags,
+				creds_umask_for_creation(mode, fuse_req_ctx(req)->umask), -1};
+	r = fs_run_as(&opener, create_op, &a);
 	if (fs_reclaim_fds(fs, r)) /* nothing was created: retrying is safe */
-		r = fs_run_as_caller(req, create_op, &a);
+		r = fs_run_as(&opener, create_op, &a);
 	inode_table_fd_put(fs->inodes, parent);
 	int fd = a.fd;
 	struct fuse_entry_param e;
@@ -195,7 +240,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	}
 	/* Held like an opened file's, so the file stays reachable if it is unlinked while open. */
 	int node_fd = inode_table_fd_hold(fs->inodes, e.ino);
-	struct fs_file *f = node_fd < 0 ? NULL : file_new(fd, flags, flags & O_DIRECT, req, e.ino);
+	struct fs_file *f =
+		node_fd < 0 ? NULL : file_new(fd, flags, flags & O_DIRECT, req, &opener, e.ino);
 	if (!f) {
 		close(fd);
 		if (node_fd >= 0)
@@ -204,7 +250,12 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 		fuse_reply_err(req, node_fd < 0 ? -node_fd : ENOMEM);
 		return;
 	}
-	file_publish(fs, f);
+	r = file_publish(fs, f);
+	if (r) {
+		inode_table_forget(fs->inodes, e.ino, 1);
+		fuse_reply_err(req, -r);
+		return;
+	}
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = (flags & O_DIRECT) != 0;
 	if (fuse_reply_create(req, &e, fi) < 0) {
@@ -238,7 +289,6 @@ static void submit(fuse_req_t req, struct datapath_req *r)
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	r->req = req;
 	r->pid = ctx->pid;
-	r->uid = ctx->uid;
 	struct datapath *dp = fs_of(req)->datapath;
 	dp->submit(dp, r);
 }

@@ -7,9 +7,17 @@
 #include "fs_internal.h"
 
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+
+/* From <linux/xattr.h> and <linux/posix_acl_xattr.h>, which clash with <sys/xattr.h>. */
+#define XATTR_TRUSTED_PREFIX "trusted."
+#define XATTR_TRUSTED_PREFIX_LEN (sizeof(XATTR_TRUSTED_PREFIX) - 1)
+#define XATTR_NAME_POSIX_ACL_ACCESS "system.posix_acl_access"
+#define XATTR_NAME_POSIX_ACL_DEFAULT "system.posix_acl_default"
 
 /* Fills path for ino and gets its descriptor (the caller puts it), or returns a positive errno. */
 static int xattr_path(struct inode_table *inodes, fuse_ino_t ino, char path[FS_PROC_PATH_BYTES])
@@ -23,13 +31,11 @@ static int xattr_path(struct inode_table *inodes, fuse_ino_t ino, char path[FS_P
 	return 0;
 }
 
-/* getxattr and listxattr share the size-probe protocol of the syscalls. */
-static void reply_sized(fuse_req_t req, size_t size, ssize_t (*get)(const char *path, const char *name,
-								     void *buf, size_t size),
-			const char *path, const char *name)
+/* getxattr's size-probe protocol: size 0 asks for the length. */
+static void reply_value(fuse_req_t req, size_t size, const char *path, const char *name)
 {
 	if (size == 0) {
-		ssize_t n = get(path, name, NULL, 0);
+		ssize_t n = getxattr(path, name, NULL, 0);
 		if (n < 0)
 			fuse_reply_err(req, errno);
 		else
@@ -41,23 +47,12 @@ static void reply_sized(fuse_req_t req, size_t size, ssize_t (*get)(const char *
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ssize_t n = get(path, name, buf, size);
+	ssize_t n = getxattr(path, name, buf, size);
 	if (n < 0)
 		fuse_reply_err(req, errno);
 	else
 		fuse_reply_buf(req, buf, (size_t)n);
 	free(buf);
-}
-
-static ssize_t get_one(const char *path, const char *name, void *buf, size_t size)
-{
-	return getxattr(path, name, buf, size);
-}
-
-static ssize_t get_list(const char *path, const char *name, void *buf, size_t size)
-{
-	(void)name;
-	return listxattr(path, buf, size);
 }
 
 void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
@@ -69,10 +64,52 @@ void fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 		fuse_reply_err(req, e);
 		return;
 	}
-	reply_sized(req, size, get_one, path, name);
+	reply_value(req, size, path, name);
 	inode_table_fd_put(inodes, ino);
 }
 
+/* The names in list (NUL-separated, bytes long) without trusted.*; returns the new length. */
+static size_t drop_trusted_names(char *list, size_t bytes)
+{
+	size_t kept = 0;
+	for (size_t at = 0; at < bytes;) {
+		size_t len = strnlen(list + at, bytes - at) + 1;
+		if (strncmp(list + at, XATTR_TRUSTED_PREFIX, XATTR_TRUSTED_PREFIX_LEN) != 0) {
+			memmove(list + kept, list + at, len);
+			kept += len;
+		}
+		at += len;
+	}
+	return kept;
+}
+
+/* The whole list of path's names in a fresh buffer, or -errno. */
+static ssize_t list_all(const char *path, char **out)
+{
+	for (;;) {
+		ssize_t n = listxattr(path, NULL, 0);
+		if (n <= 0) {
+			*out = NULL;
+			return n < 0 ? -errno : 0;
+		}
+		char *buf = malloc((size_t)n);
+		if (!buf)
+			return -ENOMEM;
+		ssize_t got = listxattr(path, buf, (size_t)n);
+		if (got >= 0) {
+			*out = buf;
+			return got;
+		}
+		free(buf);
+		if (errno != ERANGE) /* ERANGE: a name was added between the calls */
+			return -errno;
+	}
+}
+
+/*
+ * ext4 lists trusted.* names only to CAP_SYS_ADMIN, judged in the lister:
+ * here that is the daemon, so they are taken out for a caller without it.
+ */
 void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct inode_table *inodes = fs_of(req)->inodes;
@@ -82,37 +119,76 @@ void fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_err(req, e);
 		return;
 	}
-	reply_sized(req, size, get_list, path, NULL);
+	char *list = NULL;
+	ssize_t n = list_all(path, &list);
 	inode_table_fd_put(inodes, ino);
+	if (n > 0 && memmem(list, (size_t)n, XATTR_TRUSTED_PREFIX, XATTR_TRUSTED_PREFIX_LEN) &&
+	    !fs_caller_has_capability(req, CAP_SYS_ADMIN))
+		n = (ssize_t)drop_trusted_names(list, (size_t)n);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else if ((size_t)n > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, list, (size_t)n);
+	free(list);
+}
+
+struct setxattr_args {
+	char path[FS_PROC_PATH_BYTES];
+	const char *name;
+	const char *value; /* NULL: remove */
+	size_t size;
+	int flags;
+};
+
+static int setxattr_op(void *arg)
+{
+	const struct setxattr_args *a = arg;
+	int r = a->value ? setxattr(a->path, a->name, a->value, a->size, a->flags)
+			 : removexattr(a->path, a->name);
+	return r < 0 ? -errno : 0;
+}
+
+static bool is_posix_acl(const char *name)
+{
+	return strcmp(name, XATTR_NAME_POSIX_ACL_ACCESS) == 0 ||
+	       strcmp(name, XATTR_NAME_POSIX_ACL_DEFAULT) == 0;
+}
+
+/* An ACL change may clear setgid depending on the caller's groups: they are fetched first. */
+static void change_xattr(fuse_req_t req, fuse_ino_t ino, struct setxattr_args *a)
+{
+	struct inode_table *inodes = fs_of(req)->inodes;
+	int e = xattr_path(inodes, ino, a->path);
+	if (e) {
+		fuse_reply_err(req, e);
+		return;
+	}
+	int r;
+	if (is_posix_acl(a->name)) {
+		struct creds c;
+		fs_caller_creds(req, true, &c);
+		r = fs_run_as(&c, setxattr_op, a);
+	} else {
+		r = fs_run_as_caller(req, setxattr_op, a);
+	}
+	inode_table_fd_put(inodes, ino);
+	fuse_reply_err(req, -r);
 }
 
 void fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		    size_t size, int flags)
 {
-	struct inode_table *inodes = fs_of(req)->inodes;
-	char path[FS_PROC_PATH_BYTES];
-	int e = xattr_path(inodes, ino, path);
-	if (e) {
-		fuse_reply_err(req, e);
-		return;
-	}
-	if (setxattr(path, name, value, size, flags) < 0)
-		e = errno;
-	inode_table_fd_put(inodes, ino);
-	fuse_reply_err(req, e);
+	struct setxattr_args a = {.name = name, .value = value ? value : "", .size = size,
+				  .flags = flags};
+	change_xattr(req, ino, &a);
 }
 
 void fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	struct inode_table *inodes = fs_of(req)->inodes;
-	char path[FS_PROC_PATH_BYTES];
-	int e = xattr_path(inodes, ino, path);
-	if (e) {
-		fuse_reply_err(req, e);
-		return;
-	}
-	if (removexattr(path, name) < 0)
-		e = errno;
-	inode_table_fd_put(inodes, ino);
-	fuse_reply_err(req, e);
+	struct setxattr_args a = {.name = name, .value = NULL};
+	change_xattr(req, ino, &a);
 }
