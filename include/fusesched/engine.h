@@ -5,7 +5,9 @@
  * an eventfd and return at once. One reactor thread owns the ring and the
  * scheduler: it enqueues each request in its tenant's queue, submits what
  * the scheduler dispatches, and replies to FUSE from the completions
- * (exactly one reply per request). The scheduler's idle timer and budget
+ * (exactly one reply per request). Writes run as the file's opener: ring
+ * requests carry its personality (personality.h), workers switch to it
+ * (creds.h). The scheduler's idle timer and budget
  * timeout are waited on with the ring; with requests at the store it polls
  * briefly before sleeping (busy_poll_ns).
  *
