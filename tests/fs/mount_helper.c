@@ -1,4 +1,4 @@
-/* Test helper: a real fusesched mount over a fresh temporary backing directory. */
+/* Test helper: a real fusesched mount over a fresh temporary backing directory (or the test's own). */
 #include "mount_helper.h"
 
 #include "leftovers.h"
@@ -88,9 +88,18 @@ void test_mount_start(struct test_mount *m, const char *const *extra_args)
 	test_mount_start_under(m, NULL, extra_args);
 }
 
-void test_mount_dirs(struct test_mount *m)
+/*
+ * ROOT (recorded for the runner's cleanup) with mnt in it, and the backing
+ * directory: BACKING when the test gives one (its own, left alone), else
+ * ROOT/backing, made here.
+ */
+static void make_dirs(struct test_mount *m, const char *backing)
 {
 	memset(m, 0, sizeof(*m));
+	if (backing && strlen(backing) >= sizeof(m->backing)) {
+		errno = ENAMETOOLONG;
+		die(backing);
+	}
 	/* Under the build tree, not /tmp: the backing must support user xattrs and O_DIRECT. */
 	snprintf(m->root, sizeof(m->root), "%s/mnt-XXXXXX", TEST_SCRATCH_DIR);
 	mkdir(TEST_SCRATCH_DIR, 0755);
@@ -99,18 +108,28 @@ void test_mount_dirs(struct test_mount *m)
 	/* Taken down by the runner if the test fails (leftovers.h): the mount first, then the directory. */
 	leftovers_add_dir(m->root);
 	chmod(m->root, 0755);
-	snprintf(m->backing, sizeof(m->backing), "%s/backing", m->root);
 	snprintf(m->mnt, sizeof(m->mnt), "%s/mnt", m->root);
-	if (mkdir(m->backing, 0777) < 0 || mkdir(m->mnt, 0755) < 0)
+	if (mkdir(m->mnt, 0755) < 0)
 		die("mkdir");
-	chmod(m->backing, 01777); /* other users' tests create files in it */
+	if (backing) {
+		snprintf(m->backing, sizeof(m->backing), "%s", backing);
+	} else {
+		snprintf(m->backing, sizeof(m->backing), "%s/backing", m->root);
+		if (mkdir(m->backing, 0777) < 0)
+			die("mkdir");
+		chmod(m->backing, 01777); /* other users' tests create files in it */
+	}
 	leftovers_add_mount(m->mnt);
 }
 
-void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
-			    const char *const *extra_args)
+void test_mount_dirs(struct test_mount *m)
 {
-	test_mount_dirs(m);
+	make_dirs(m, NULL);
+}
+
+/* Runs the daemon (under wrapper, an argv prefix, if given) on m's directories; waits for the mount. */
+static void start_daemon(struct test_mount *m, const char *const *wrapper, const char *const *extra_args)
+{
 	const char *argv[64];
 	int argc = 0;
 	for (int i = 0; wrapper && wrapper[i] && argc < 32; i++)
@@ -151,6 +170,20 @@ void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
 	}
 	fprintf(stderr, "test_mount: %s did not appear within %d s\n", m->mnt, wait_polls / 100);
 	exit(99);
+}
+
+void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
+			    const char *const *extra_args)
+{
+	make_dirs(m, NULL);
+	start_daemon(m, wrapper, extra_args);
+}
+
+void test_mount_start_with_backing(struct test_mount *m, const char *backing,
+				   const char *const *extra_args)
+{
+	make_dirs(m, backing);
+	start_daemon(m, NULL, extra_args);
 }
 
 int test_mount_stop(struct test_mount *m)

@@ -1,4 +1,4 @@
-/* Test helper: a real fusesched mount over a fresh temporary backing directory. */
+/* Test helper: a real fusesched mount over a fresh temporary backing directory (or the test's own). */
 #ifndef FUSESCHED_TEST_MOUNT_HELPER_H
 #define FUSESCHED_TEST_MOUNT_HELPER_H
 
@@ -30,6 +30,13 @@ void test_mount_dirs(struct test_mount *m);
 /* The same with the daemon run under a wrapper command (argv prefix, e.g. valgrind). */
 void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
 			    const char *const *extra_args);
+/*
+ * The same over a backing directory the test chose (e.g. one inside a
+ * loop-mounted filesystem, loop_fs.h) instead of ROOT/backing: m->backing
+ * is that path, and test_mount_stop leaves it and what is in it alone.
+ */
+void test_mount_start_with_backing(struct test_mount *m, const char *backing,
+				   const char *const *extra_args);
 /* Unmounts, reaps the daemon, removes the directories; returns its exit status. */
 int test_mount_stop(struct test_mount *m);
 
