@@ -3,8 +3,8 @@
  *
  * Node ids are stable slot indices, not heap pointers, so that a future
  * restart can hand the kernel back the same ids. Slot 1 is the backing root
- * (FUSE_ROOT_ID). A (dev, ino) pair has at most one slot; looking up a name
- * twice bumps the lookup count instead of adding a second node.
+ * (FUSE_ROOT_ID). A (dev, ino) pair finds at most one slot; looking up a
+ * name twice bumps the lookup count instead of adding a second node.
  * A reused slot gets a new generation so the kernel can tell them apart.
  *
  * The kernel keeps every inode of its dentry cache, so a volume whose users
@@ -14,6 +14,14 @@
  * cached_fds_max descriptors stay cached and the others are closed (clock
  * order) and reopened from the handle on demand. Nodes whose filesystem has
  * no file handles, and the root, keep their descriptor for their lifetime.
+ *
+ * The backing filesystem hands a deleted file's inode number to a later
+ * file, while the kernel may still hold the deleted file's node. So a slot
+ * found by (dev, ino) is taken as the same inode only when it provably is:
+ * its cached descriptor pins its inode, so the number cannot have moved on;
+ * without one the file handles must match (they carry the inode's
+ * generation). Otherwise the new file gets a slot of its own and the old
+ * one, no longer found by (dev, ino), lives on until the kernel forgets it.
  */
 #ifndef FUSESCHED_INODE_H
 #define FUSESCHED_INODE_H
@@ -33,9 +41,10 @@ void inode_table_free(struct inode_table *table);
 
 /*
  * Publishes a freshly opened O_PATH fd for st->st_dev/st_ino with one more
- * kernel lookup. Takes ownership of fd: it becomes the node's cached
- * descriptor, or is closed when the node already has one. Returns 0 and the
- * node id and generation, or -errno.
+ * kernel lookup: of the node of that inode, or of a new one (see above).
+ * Takes ownership of fd: it becomes the node's cached descriptor, or is
+ * closed when the node already has one or was found through another mount.
+ * Returns 0 and the node id and generation, or -errno.
  */
 int inode_table_insert(struct inode_table *table, int fd, const struct stat *st,
                        uint64_t *node_id, uint64_t *generation);

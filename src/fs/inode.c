@@ -163,6 +163,24 @@ static int grow_buckets(struct inode_table *t)
 	return 0;
 }
 
+/* Caller holds the lock. The findable slot of (dev, ino), or 0. */
+static uint32_t chain_find(const struct inode_table *t, dev_t dev, ino_t ino)
+{
+	uint32_t id = t->buckets[hash_dev_ino(dev, ino, t->bucket_count)];
+	while (id) {
+		const struct inode_slot *s = slot_at(t, id);
+		if (s->dev == dev && s->ino == ino)
+			return id;
+		id = s->next;
+	}
+	return 0;
+}
+
+/*
+ * Removes by id, not by (dev, ino): a slot already taken off its chain (its
+ * number went to a newer inode) is not found, and the newer slot on the same
+ * chain stays.
+ */
 static void chain_remove(struct inode_table *t, uint32_t id, const struct inode_slot *s)
 {
 	uint32_t *link = &t->buckets[hash_dev_ino(s->dev, s->ino, t->bucket_count)];
@@ -302,6 +320,36 @@ static const struct file_handle *handle_of(int fd, struct handle_buf *buf, int *
 	return name_to_handle_at(fd, "", fh, mount_id, AT_EMPTY_PATH) == 0 ? fh : NULL;
 }
 
+static bool handles_equal(const struct file_handle *a, const struct file_handle *b)
+{
+	return a && b && a->handle_type == b->handle_type && a->handle_bytes == b->handle_bytes &&
+	       memcmp(a->f_handle, b->f_handle, a->handle_bytes) == 0;
+}
+
+/*
+ * Caller holds the lock. Is fd, found under the (dev, ino) of the live slot
+ * s, open on s's inode? A cached descriptor pins that inode, so its number
+ * cannot have gone to another file (no syscall on this path); without one
+ * the file handles decide, as they carry the inode's generation. No handle
+ * to compare counts as another inode: a fresh slot is right for fd either
+ * way. *fd_can_cache: fd is on the mount s reopens through, so it may
+ * become s's descriptor.
+ */
+static bool slot_is_inode_of(const struct inode_table *t, const struct inode_slot *s, int fd,
+			     bool *fd_can_cache)
+{
+	*fd_can_cache = false;
+	if (atomic_load(&s->fd) >= 0)
+		return true;
+	struct handle_buf buf;
+	int mount_id = 0;
+	const struct file_handle *fh = handle_of(fd, &buf, &mount_id);
+	if (!handles_equal(fh, s->handle))
+		return false;
+	*fd_can_cache = s->evictable && t->mounts[s->mount].mount_id == mount_id;
+	return true;
+}
+
 /*
  * Caller holds the lock. Takes fd's file handle, so that the descriptor can
  * be evicted; without a handle that reopens (EOPNOTSUPP, FUSE, no anchor for
@@ -434,22 +482,30 @@ int inode_table_insert(struct inode_table *t, int fd, const struct stat *st,
 {
 	struct fd_batch b = {.count = 0};
 	pthread_mutex_lock(&t->lock);
-	uint32_t id = t->buckets[hash_dev_ino(st->st_dev, st->st_ino, t->bucket_count)];
-	struct inode_slot *s = NULL;
-	while (id) {
-		s = slot_at(t, id);
-		if (s->dev == st->st_dev && s->ino == st->st_ino)
-			break;
-		id = s->next;
+	uint32_t id = chain_find(t, st->st_dev, st->st_ino);
+	struct inode_slot *s = id ? slot_at(t, id) : NULL;
+	bool fd_can_cache = false;
+	if (s && !slot_is_inode_of(t, s, fd, &fd_can_cache)) {
+		/*
+		 * The number now names another inode. The old node stays live for
+		 * the kernel's lookups until it is forgotten, but is no longer found.
+		 */
+		chain_remove(t, id, s);
+		id = 0;
+		s = NULL;
 	}
 	int r = 0;
 	if (id) {
 		/*
 		 * Known node: its own descriptor (or handle) stays, so it keeps
-		 * the mount it was first found on.
+		 * the mount it was first found on; fd, opened just now, saves a
+		 * reopen when the descriptor was evicted.
 		 */
 		s->nlookup++;
-		b.fds[b.count++] = fd;
+		if (fd_can_cache)
+			cache_install(t, id, s, fd);
+		else
+			b.fds[b.count++] = fd;
 	} else {
 		r = slot_publish(t, fd, st, false, &id);
 		s = r ? NULL : slot_at(t, id);

@@ -279,8 +279,14 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	int dup_fd = dup(fs_file_of(fi)->data.fd);
-	int r = dup_fd < 0 ? errno : (close(dup_fd) < 0 ? errno : 0);
+	struct fs *fs = fs_of(req);
+	int fd = fs_file_of(fi)->data.fd;
+	int dup_fd = dup(fd);
+	if (dup_fd < 0 && fs_reclaim_fds(fs, -errno))
+		dup_fd = dup(fd);
+	/* Still no descriptor: the caller's close has nothing to do with our limit, so it succeeds. */
+	int r = dup_fd < 0 ? (errno == EMFILE || errno == ENFILE ? 0 : errno)
+			   : (close(dup_fd) < 0 ? errno : 0);
 	fuse_reply_err(req, r);
 }
 

@@ -1,7 +1,8 @@
 /*
  * The inode table on its own, without a mount: the descriptor cache stays
  * within its bound, reopens the same file from the handle, never closes a
- * pinned descriptor, and reports ESTALE for a file deleted while evicted.
+ * pinned descriptor, reports ESTALE for a file deleted while evicted, and
+ * gives a new file that got a deleted file's inode number a node of its own.
  * Descriptors are counted in /proc/self/fd (Check runs each test in a fork).
  */
 #include "leftovers.h"
@@ -14,6 +15,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,15 +61,45 @@ static struct inode_table *table_new(uint32_t bound)
 	return t;
 }
 
-/* Looks rel up below parent_fd as fs_lookup_entry does; returns the node id. */
-static uint64_t insert_at(struct inode_table *t, int parent_fd, const char *rel, struct stat *st)
+/* Looks rel up below parent_fd as fs_lookup_entry does; returns the node id and generation. */
+static uint64_t insert_at_generation(struct inode_table *t, int parent_fd, const char *rel,
+				     struct stat *st, uint64_t *generation)
 {
 	int fd = openat(parent_fd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW), 0);
-	uint64_t id = 0, generation = 0;
-	ck_assert_int_eq(inode_table_insert(t, fd, st, &id, &generation), 0);
+	uint64_t id = 0;
+	ck_assert_int_eq(inode_table_insert(t, fd, st, &id, generation), 0);
 	return id;
+}
+
+static uint64_t insert_at(struct inode_table *t, int parent_fd, const char *rel, struct stat *st)
+{
+	uint64_t generation = 0;
+	return insert_at_generation(t, parent_fd, rel, st, &generation);
+}
+
+/* A new file NAME in the scratch directory holding TEXT. */
+static void write_scratch_file(const char *name, const char *text)
+{
+	char path[300];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* What the O_PATH descriptor fd's file holds (reopened for reading through /proc). */
+static void assert_fd_holds(int fd, const char *text)
+{
+	char proc[64], buf[64] = {0};
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	int rd = open(proc, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(rd, 0);
+	ck_assert_int_ge(read(rd, buf, sizeof(buf) - 1), 0);
+	close(rd);
+	ck_assert_str_eq(buf, text);
 }
 
 static uint64_t ids[FILES];
@@ -278,6 +310,110 @@ START_TEST(filesystems_without_handles_keep_descriptors)
 END_TEST
 
 /*
+ * Creates files in the scratch directory until the backing filesystem hands
+ * out inode number ino again (each holding TEXT); the one that got it is
+ * renamed to NAME. false when the number did not come back within the bound.
+ */
+#define REUSE_TRIES 2000
+
+static bool create_until_ino_reused(ino_t ino, const char *name, const char *text)
+{
+	char rel[32], path[300], renamed[300];
+	snprintf(renamed, sizeof(renamed), "%s/%s", dir, name);
+	for (int i = 0; i < REUSE_TRIES; i++) {
+		snprintf(rel, sizeof(rel), "reuse%d", i);
+		write_scratch_file(rel, text);
+		snprintf(path, sizeof(path), "%s/%s", dir, rel);
+		struct stat st;
+		ck_assert_int_eq(stat(path, &st), 0);
+		if (st.st_ino == ino) {
+			ck_assert_int_eq(rename(path, renamed), 0);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Live nodes well past the initial hash size, so the buckets are rehashed. */
+#define GROW_FILES 1100
+
+static void insert_many_new_files(struct inode_table *t)
+{
+	char rel[32];
+	for (int i = 0; i < GROW_FILES; i++) {
+		snprintf(rel, sizeof(rel), "grow%d", i);
+		write_scratch_file(rel, "");
+		struct stat st;
+		insert_at(t, dir_fd, rel, &st);
+	}
+}
+
+/*
+ * A node whose descriptor was evicted no longer pins its inode: once the
+ * file is deleted, the backing filesystem may give its number to a new file.
+ * That file must get a node of its own, reopening to itself, while the old
+ * node stays (the kernel may still hold it) until it is forgotten.
+ */
+START_TEST(reused_inode_number_gets_a_new_node)
+{
+	struct inode_table *t = table_new(SMALL_BOUND);
+	write_scratch_file("old", "old");
+	struct stat st_old, st_new;
+	uint64_t old_generation = 0, new_generation = 0;
+	uint64_t old_id = insert_at_generation(t, dir_fd, "old", &st_old, &old_generation);
+	inode_table_fds_release(t, 1000);
+	char path[300];
+	snprintf(path, sizeof(path), "%s/old", dir);
+	ck_assert_int_eq(unlink(path), 0);
+	if (!create_until_ino_reused(st_old.st_ino, "new", "new")) {
+		fprintf(stderr, "reused_inode_number_gets_a_new_node: SKIPPED: the backing "
+			"filesystem of %s did not reuse inode %lu within %d creates\n",
+			dir, (unsigned long)st_old.st_ino, REUSE_TRIES);
+		inode_table_free(t);
+		return;
+	}
+	uint64_t live_before = inode_table_count(t);
+	uint64_t new_id = insert_at_generation(t, dir_fd, "new", &st_new, &new_generation);
+	ck_assert_uint_eq(st_new.st_ino, st_old.st_ino);
+	ck_assert_msg(new_id != old_id || new_generation != old_generation,
+		      "the new file got the deleted file's node %llu",
+		      (unsigned long long)old_id);
+	ck_assert_uint_eq(inode_table_count(t), live_before + 1);
+
+	/* The new node is the new file, cached and reopened from its handle alike. */
+	for (int round = 0; round < 2; round++) {
+		int fd = inode_table_fd_get(t, new_id);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_uint_eq(fd_ino(fd), st_new.st_ino);
+		assert_fd_holds(fd, "new");
+		inode_table_fd_put(t, new_id);
+		inode_table_fds_release(t, 1000);
+	}
+	ck_assert_int_eq(inode_table_fd_get(t, old_id), -ESTALE);
+
+	/* Rehashing keeps the old node out of the hash: a lookup still finds the new one. */
+	insert_many_new_files(t);
+	struct stat st;
+	ck_assert_uint_eq(insert_at(t, dir_fd, "new", &st), new_id);
+
+	/* Forgetting the old node leaves the new one findable and working. */
+	inode_table_forget(t, old_id, 1);
+	ck_assert_uint_eq(insert_at(t, dir_fd, "new", &st), new_id);
+	int fd = inode_table_fd_get(t, new_id);
+	ck_assert_int_ge(fd, 0);
+	assert_fd_holds(fd, "new");
+	inode_table_fd_put(t, new_id);
+	/* Three lookups of the new node: it goes with the third forget. */
+	uint64_t live = inode_table_count(t);
+	inode_table_forget(t, new_id, 2);
+	ck_assert_uint_eq(inode_table_count(t), live);
+	inode_table_forget(t, new_id, 1);
+	ck_assert_uint_eq(inode_table_count(t), live - 1);
+	inode_table_free(t);
+}
+END_TEST
+
+/*
  * Readers pin and check their file while the cache churns under them: a
  * descriptor closed (and its number reused) under a reader shows up as the
  * wrong inode or EBADF.
@@ -335,6 +471,7 @@ static Suite *inode_suite(void)
 	tcase_add_test(tc, directories_symlinks_and_other_mounts_reopen);
 	tcase_add_test(tc, filesystems_without_handles_keep_descriptors);
 	tcase_add_test(tc, concurrent_gets_never_see_a_closed_descriptor);
+	tcase_add_test(tc, reused_inode_number_gets_a_new_node);
 	suite_add_tcase(s, tc);
 	return s;
 }
