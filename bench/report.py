@@ -386,6 +386,7 @@ def main():
     rows_path = os.path.join(out, "rows.tsv")
     if os.path.exists(rows_path) and os.path.getsize(rows_path) > 0:
         single_lines, single_json, single_goals = table.single_table(rows_path)
+        ls_lines, ls_goals = table.ls_table(rows_path)
         rounds = table.rounds_of(rows_path)
         lines += ["### Single tenant", ""]
         if rounds > 1:
@@ -393,6 +394,14 @@ def main():
                       "to back, the variant order rotating from row to row (each run's numbers "
                       "are in rows.tsv).", ""]
         lines += single_lines
+        if ls_lines:
+            if single_lines:
+                lines.append("")
+            lines += ["`ls -l` of one directory (milliseconds per run, lower is better; the ratios "
+                      "are time ratios, above 1 is slower than the base): a cell is the median over "
+                      "the rounds of the median of the runs on one mount; cold runs after `sync; "
+                      "echo 3 > /proc/sys/vm/drop_caches`, warm is `ls -l` again right after it.",
+                      ""] + ls_lines
         for key, base, limit in (("passthrough_ll", "passthrough_ll", 1.0),
                                  ("fifo", "fusesched-fifo", table.FIFO_GOAL)):
             results = single_goals.get(key, [])
@@ -408,6 +417,10 @@ def main():
                 label += f"; not comparable: {', '.join(unmeasured)}"
             goals.append({"goal": label, "value": worst[0], "target": f">= {limit:.2f}",
                           "met": None if worst[0] is None else worst[0] >= limit})
+        for name, r in ls_goals:
+            goals.append({"goal": f"ls -l ({name}): bfq's time vs passthrough_ll's (issue 19)",
+                          "value": r, "target": f"<= {table.LS_GOAL:.2f}",
+                          "met": None if r is None else r <= table.LS_GOAL})
     if any(r is None for _, r in single_goals.get("passthrough_ll", [])):
         lines += ["", "A row marked failed could not run on that variant (fio's error is in "
                   "single/ROW-VARIANT.json.err): libfuse's passthrough_ll opens the backing file "

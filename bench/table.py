@@ -1,10 +1,16 @@
 #!/usr/bin/env python3
-"""Turns bench rows (TSV: row, unit, variant, value, p99_us) into one markdown
-table with each fusesched variant's ratio to passthrough_ll and to raw, and
-goal columns for the rows issue 5 sets goals on (GOAL_ROWS): fusesched-bfq at
-least as fast as passthrough_ll and at least 90% of fusesched-fifo (every row
-is higher-is-better; the other rows are for information). A row run several times (rounds) shows the median value
-and the median p99 of its runs. As a program it also writes a JSON copy."""
+"""Turns bench rows (TSV: row, unit, variant, value, p99_us) into markdown
+tables with each fusesched variant's ratio to passthrough_ll and to raw.
+
+Rows in a throughput unit (MB/s, IOPS, ops/s: higher is better) go into the
+single-tenant table, with goal columns for the rows issue 5 sets goals on
+(GOAL_ROWS): fusesched-bfq at least as fast as passthrough_ll and at least 90%
+of fusesched-fifo (the other rows are for information). Rows in a time unit
+(TIME_UNITS, lower is better: the `ls -l` rows) go into a table of their own
+(ls_table), whose ratios are time ratios (above 1: slower than the base), with
+issue 19's goal: fusesched-bfq within LS_GOAL times passthrough_ll. A row run
+several times (rounds) shows the median value and the median p99 of its runs.
+As a program it also writes a JSON copy."""
 import collections
 import json
 import statistics
@@ -15,6 +21,8 @@ FIFO_VARIANT = "fusesched-fifo"
 GOAL_ROWS = ("seq-read-1m", "seq-write-1m", "seq-write-1m-buffered", "rand-read-4k-qd1",
              "rand-read-4k-qd16")
 FIFO_GOAL = 0.90
+TIME_UNITS = ("ms",)  # lower is better
+LS_GOAL = 1.50  # issue 19: ls -l through fusesched-bfq at most 1.5x passthrough_ll's time
 
 
 def read_rows(path):
@@ -59,7 +67,8 @@ def single_table(path):
     """Returns (markdown lines, JSON rows, goal results): goal results are
     {"passthrough_ll": [(row, ratio or None)], "fifo": [(row, ratio or None)]}
     for the GOAL_ROWS present."""
-    rows, variants = read_rows(path)
+    all_rows, variants = read_rows(path)
+    rows = collections.OrderedDict((k, v) for k, v in all_rows.items() if k[1] not in TIME_UNITS)
     head = ["row", "unit"] + variants + [f"{v} p99 us" for v in variants]
     ratio_variants = [v for v in variants if v.startswith("fusesched")]
     head += [f"{v}/passthrough_ll" for v in ratio_variants] + [f"{v}/raw" for v in ratio_variants]
@@ -96,14 +105,54 @@ def single_table(path):
         out.append({"row": name, "unit": unit,
                     "results": {v: {"value": by_variant[v][0], "p99_us": by_variant[v][1]}
                                 for v in by_variant}})
+    if not rows:
+        lines = []
+    for (name, unit), by_variant in all_rows.items():
+        if unit in TIME_UNITS:
+            out.append({"row": name, "unit": unit, "lower_is_better": True,
+                        "results": {v: {"value": by_variant[v][0]} for v in by_variant}})
     return lines, out, goals
+
+
+def ls_table(path):
+    """The rows in a time unit (the `ls -l` rows): returns (markdown lines, goal
+    results [(row, bfq/passthrough_ll time ratio or None)]); no lines if there
+    are none."""
+    all_rows, variants = read_rows(path)
+    rows = [(k, v) for k, v in all_rows.items() if k[1] in TIME_UNITS]
+    if not rows:
+        return [], []
+    ratio_variants = [v for v in variants if v.startswith("fusesched")]
+    head = ["row", "unit"] + variants
+    head += [f"{v}/passthrough_ll" for v in ratio_variants] + [f"{v}/raw" for v in ratio_variants]
+    with_goal = GOAL_VARIANT in variants and "passthrough_ll" in variants
+    if with_goal:
+        head.append(f"goal: bfq <= {LS_GOAL:.1f}x passthrough_ll")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    goals = []
+    for (name, unit), by_variant in rows:
+        cells = [name, unit]
+        cells += [("failed" if by_variant[v][0] < 0 else f"{by_variant[v][0]:.1f}")
+                  if v in by_variant else "-" for v in variants]
+        for base in ("passthrough_ll", "raw"):
+            for v in ratio_variants:
+                r = ratio(by_variant, v, base)
+                cells.append("-" if r is None else f"{r:.2f}")
+        if with_goal:
+            r = ratio(by_variant, GOAL_VARIANT, "passthrough_ll")
+            goals.append((name, r))
+            cells.append("?" if r is None else
+                         ("met" if r <= LS_GOAL else f"missed: {r / LS_GOAL:.2f}x the limit"))
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines, goals
 
 
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: table.py ROWS.tsv OUT.json")
     lines, out, _ = single_table(sys.argv[1])
-    print("\n".join(lines))
+    ls_lines, _ = ls_table(sys.argv[1])
+    print("\n".join(lines + ([""] if lines and ls_lines else []) + ls_lines))
     with open(sys.argv[2], "w") as f:
         json.dump(out, f, indent=1)
 
