@@ -65,6 +65,8 @@ int daemon_parse_mount_opts(struct daemon_options *o, const char *opts, char *er
 			o->allow_devices = true;
 		} else if (strcmp(opt, "nodev") == 0) {
 			o->allow_devices = false;
+		} else if (strcmp(opt, "noacl") == 0) {
+			o->no_posix_acl = true;
 		} else if (strcmp(opt, "nodevnodes") == 0) {
 			o->refuse_device_nodes = true;
 		} else if (strcmp(opt, "suid") == 0) {
@@ -372,6 +374,7 @@ int daemon_run(const struct daemon_options *o)
 	fs_options_default(&fo);
 	fo.backing_path = o->backing_path;
 	fo.refuse_device_nodes = o->refuse_device_nodes;
+	fo.posix_acl = !o->no_posix_acl;
 	fo.writeback_cache = o->writeback_cache;
 
 	char err[512];

@@ -26,6 +26,7 @@ static void print_usage(FILE *out)
 		"  -o dev                   device nodes can be opened (default nodev: created\n"
 		"                           by callers with CAP_MKNOD, but not opened)\n"
 		"  -o nodevnodes            refuse creating device nodes (EPERM)\n"
+		"  -o noacl                 report no POSIX ACLs, check mode bits only: faster ls -l\n"
 		"  -o suid                  honour setuid bits (default nosuid)\n"
 		"  -o writeback_cache       kernel write caching; flushes charged to the opener\n"
 		"  -o uring_only            every data request through io_uring (see README)\n"

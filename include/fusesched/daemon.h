@@ -17,6 +17,7 @@ struct daemon_options {
 	bool debug;                  /* libfuse request tracing */
 	bool allow_devices;          /* -o dev: device nodes on the volume can be opened */
 	bool refuse_device_nodes;    /* -o nodevnodes: mknod of devices fails (EPERM) */
+	bool no_posix_acl;           /* -o noacl: no POSIX ACLs on the volume */
 	bool allow_suid;             /* -o suid */
 	bool writeback_cache;        /* -o writeback_cache */
 	bool uring_only;             /* -o uring_only: no held writes (engine.h) */

@@ -21,6 +21,17 @@ struct fs_options {
 	 */
 	bool refuse_device_nodes;
 	/*
+	 * The kernel checks POSIX ACLs (true). -o noacl: the volume reports
+	 * that it has none (system.posix_acl_* are unsupported and unlisted;
+	 * the kernel checks the mode bits only, and the backing filesystem
+	 * still applies ACLs it has where the daemon acts as the caller:
+	 * opening, creating), so `ls -l` asks nothing per file for them:
+	 * fetching a file's ACL costs a round trip each time the kernel
+	 * refreshes its attributes (readdirplus included), which is most of
+	 * what `ls -l` costs through the mount.
+	 */
+	bool posix_acl;
+	/*
 	 * -o writeback_cache: the kernel caches writes and flushes them later
 	 * with pid 0, so they are charged to the tenant that opened the file.
 	 */

@@ -18,6 +18,7 @@ void fs_options_default(struct fs_options *o)
 	o->attr_timeout_s = 1.0;
 	o->max_write_bytes = 1u << 20;
 	o->max_background = 1024;
+	o->posix_acl = true;
 }
 
 /*
@@ -66,6 +67,7 @@ int fs_new(const struct fs_options *o, struct datapath *dp, struct fs **out,
 	}
 	fs->opts = *o;
 	fs->datapath = dp;
+	fs->selinux_active = access("/sys/fs/selinux/enforce", F_OK) == 0;
 	pthread_mutex_init(&fs->handles_lock, NULL);
 	fs->handles.prev = fs->handles.next = &fs->handles;
 	int r = inode_table_new(root_fd, cached_fds_default(), &fs->inodes);
@@ -284,7 +286,8 @@ void fs_op_init(void *userdata, struct fuse_conn_info *conn)
 	 * with the caller's umask, which creation applies in its own thread
 	 * only where no default ACL replaces it (creds_umask_for_creation).
 	 */
-	if ((conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK))
+	if (fs->opts.posix_acl && (conn->capable & FUSE_CAP_POSIX_ACL) &&
+	    (conn->capable & FUSE_CAP_DONT_MASK))
 		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	/* No export support: file handles would bypass name resolution. */
 	conn->want &= ~FUSE_CAP_EXPORT_SUPPORT;

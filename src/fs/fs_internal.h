@@ -28,6 +28,7 @@ struct fs {
 	struct inode_table *inodes;
 	struct datapath *datapath;
 	struct fuse_session *session; /* for notifications; NULL until attached */
+	bool selinux_active;          /* the host enforces SELinux: it answers security.selinux */
 	atomic_uint_fast64_t fd_exhausted_logged_s; /* rate limit for the EMFILE log line */
 	/*
 	 * Bumped whenever a setattr gives a file setuid/setgid: an open file

@@ -354,6 +354,33 @@ START_TEST(device_nodes_as_on_a_nodev_filesystem)
 }
 END_TEST
 
+START_TEST(unlabelled_files_report_no_selinux_support)
+{
+	if (access("/sys/fs/selinux/enforce", F_OK) == 0)
+		return; /* SELinux answers security.selinux itself: nothing reaches the daemon */
+	const char *plain = test_mnt_path(&M, "unlabelled");
+	const char *labelled = test_mnt_path(&M, "labelled");
+	int fd = open(plain, O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	fd = open(labelled, O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	const char label[] = "system_u:object_r:container_file_t:s0";
+	ck_assert_int_eq(setxattr(labelled, "security.selinux", label, sizeof(label), 0), 0);
+	char value[128];
+	/* Not supported, so that ls stops asking for this volume (it asks every file otherwise). */
+	ck_assert_int_eq(lgetxattr(plain, "security.selinux", value, sizeof(value)), -1);
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+	ck_assert_int_eq(lgetxattr(labelled, "security.selinux", value, sizeof(value)),
+			 (ssize_t)sizeof(label));
+	ck_assert_str_eq(value, label);
+	/* Other missing attributes are simply missing. */
+	ck_assert_int_eq(lgetxattr(plain, "user.none", value, sizeof(value)), -1);
+	ck_assert_int_eq(errno, ENODATA);
+}
+END_TEST
+
 static struct test_mount N;
 
 static void refusing_mount_up(void)
@@ -376,6 +403,41 @@ START_TEST(nodevnodes_refuses_device_nodes)
 }
 END_TEST
 
+static struct test_mount A;
+
+static void noacl_mount_up(void)
+{
+	static const char *const args[] = {"-o", "noacl", NULL};
+	test_mount_start(&A, args);
+}
+
+static void noacl_mount_down(void)
+{
+	test_mount_require_clean_exit(test_mount_stop(&A));
+}
+
+START_TEST(noacl_reports_no_acls)
+{
+	/* An ACL already on the backing file is not shown. */
+	int fd = open(test_backing_path(&A, "f"), O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(test_sh("setfacl -m u:2002:--- '%s'", test_backing_path(&A, "f")), 0);
+	const char *f = test_mnt_path(&A, "f");
+	char value[256];
+	ck_assert_int_eq(getxattr(f, "system.posix_acl_access", value, sizeof(value)), -1);
+	ck_assert_int_eq(errno, EOPNOTSUPP);
+	ck_assert_int_ne(test_sh("setfacl -m u:2003:r '%s' 2>/dev/null", f), 0);
+	char names[1024];
+	ssize_t n = listxattr(f, names, sizeof(names));
+	ck_assert_int_ge(n, 0);
+	ck_assert_ptr_null(memmem(names, (size_t)n, "system.posix_acl_access", 23));
+	/* Other attributes still work. */
+	ck_assert_int_eq(setxattr(f, "user.kept", "1", 1, 0), 0);
+	ck_assert_int_eq(getxattr(f, "user.kept", value, sizeof(value)), 1);
+}
+END_TEST
+
 static Suite *access_suite(void)
 {
 	Suite *s = suite_create("fs_access");
@@ -389,7 +451,13 @@ static Suite *access_suite(void)
 	tcase_add_test(tc, cleared_setuid_is_visible_at_once);
 	tcase_add_test(tc, setgid_kept_by_a_group_member_as_on_ext4);
 	tcase_add_test(tc, device_nodes_as_on_a_nodev_filesystem);
+	tcase_add_test(tc, unlabelled_files_report_no_selinux_support);
 	suite_add_tcase(s, tc);
+	TCase *noacl = tcase_create("noacl");
+	tcase_add_unchecked_fixture(noacl, leftovers_init, leftovers_cleanup);
+	tcase_add_unchecked_fixture(noacl, noacl_mount_up, noacl_mount_down);
+	tcase_add_test(noacl, noacl_reports_no_acls);
+	suite_add_tcase(s, noacl);
 	TCase *refusing = tcase_create("nodevnodes");
 	tcase_add_unchecked_fixture(refusing, leftovers_init, leftovers_cleanup);
 	tcase_add_unchecked_fixture(refusing, refusing_mount_up, refusing_mount_down);
