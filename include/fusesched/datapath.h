@@ -55,8 +55,22 @@ struct datapath_req {
 	pid_t pid;
 };
 
+/*
+ * The answer to one data request: err (0 or a positive errno) or, for a
+ * transfer, the bytes moved (a read's are at data). A datapath calls its
+ * reply exactly once per request, from any of its threads.
+ */
+typedef void datapath_reply_fn(fuse_req_t req, enum datapath_op op, int err, const void *data,
+			       uint64_t bytes);
+
+/* The answer to FUSE (fuse_reply_buf, fuse_reply_write, fuse_reply_err). */
+void datapath_reply_fuse(fuse_req_t req, enum datapath_op op, int err, const void *data,
+			 uint64_t bytes);
+
 struct datapath {
-	/* Takes the request; replies to r->req exactly once, now or later. */
+	/* How it answers: datapath_reply_fuse, or a test's recorder. */
+	datapath_reply_fn *reply;
+	/* Takes the request; answers r->req exactly once (reply), now or later. */
 	void (*submit)(struct datapath *self, const struct datapath_req *r);
 	/*
 	 * A file was opened (before the reply; 0 or -errno, and then the open

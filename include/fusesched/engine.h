@@ -72,6 +72,8 @@ struct engine_params {
 	 * always sleeps.
 	 */
 	uint64_t busy_poll_ns;
+	/* How requests are answered: NULL for FUSE (datapath_reply_fuse); tests record. */
+	datapath_reply_fn *reply;
 };
 
 void engine_params_default(struct engine_params *p);

@@ -29,6 +29,15 @@
 /* Opener credential sets kept registered with nobody's file open; in use at once. */
 #define PERSONALITIES_IDLE_MAX 64u
 #define PERSONALITIES_LIVE_MAX 4096u
+#define BLOCKING_THREADS 2u
+/*
+ * A copy_file_range runs this much at a time and answers how much it
+ * copied (callers loop on short copies, as they must on any filesystem):
+ * each piece is a request of its own, scheduled and charged, so a large
+ * copy shares the store like any other stream and holds a blocking
+ * executor only briefly.
+ */
+#define COPY_CHUNK_BYTES (4u << 20)
 
 /* The solo token (see take_solo). Only the reactor closes and opens it. */
 enum solo_state {
@@ -57,7 +66,10 @@ struct engine_req {
 	/* A held write (see engine_submit): the payload stays in the worker's buffer. */
 	const void *held_data;
 	sem_t *held_go;            /* posted by the reactor at dispatch */
-	int held_res;              /* -ENOMEM: the reactor refused it, the worker replies */
+	int held_res;              /* -ENOMEM: the reactor refused it, the worker finishes it */
+	bool scheduled;            /* enqueued: the scheduler holds it until the reactor releases it */
+	bool ran_solo;             /* a worker ran it at once (see take_solo) */
+	bool holds_write_room;     /* its payload, copied in, counts in write_bytes_held */
 };
 
 /* The reactor's view of one tenant. */
@@ -80,7 +92,7 @@ struct engine {
 	int wake_fd;
 	uint64_t wake_value;
 	_Atomic(struct engine_req *) handoff;
-	_Atomic(struct engine_req *) held_done;  /* held writes the workers completed */
+	_Atomic(struct engine_req *) finished;   /* scheduled requests finished off the reactor */
 	atomic_uint held_writes;                 /* workers waiting in or running a held write */
 	atomic_int solo;                         /* enum solo_state: see take_solo */
 	atomic_bool stopping;
@@ -91,6 +103,17 @@ struct engine {
 	pthread_cond_t write_room;
 	pthread_t thread;
 	bool started;
+	/*
+	 * Blocking executors: threads for the operations io_uring has no opcode
+	 * for (copy_file_range), so that the reactor never blocks on one. They
+	 * take dispatched requests in order and finish them.
+	 */
+	pthread_t blocking_threads[BLOCKING_THREADS];
+	uint32_t blocking_started;
+	pthread_mutex_t blocking_lock;
+	pthread_cond_t blocking_work;
+	struct engine_req *blocking_head, *blocking_tail;
+	bool blocking_stop;
 	/* Reactor-only state. */
 	struct tenant_slot *slots;     /* by tenant id */
 	uint32_t slot_count;
@@ -160,39 +183,71 @@ static void log_backing_error(struct engine *e, const struct engine_req *er, int
 		 strerror(-res), er->tenant);
 }
 
-/* Exactly one reply per request; a transfer acknowledges what really moved. */
-static void reply(const struct engine_req *er, int res)
+static bool is_transfer(enum datapath_op op)
 {
-	switch (er->op) {
-	case DATAPATH_READ:
-		if (res < 0 && er->done_bytes == 0)
-			fuse_reply_err(er->req, -res);
-		else
-			fuse_reply_buf(er->req, er->buf, er->done_bytes);
-		break;
-	case DATAPATH_WRITE:
-	case DATAPATH_COPY_RANGE:
-		if (res < 0 && er->done_bytes == 0)
-			fuse_reply_err(er->req, -res);
-		else
-			fuse_reply_write(er->req, er->done_bytes);
-		break;
-	default:
-		fuse_reply_err(er->req, res < 0 ? -res : 0);
-		break;
-	}
+	return op == DATAPATH_READ || op == DATAPATH_WRITE || op == DATAPATH_COPY_RANGE;
 }
 
-/* Counted for its tenant; done before the reply, so the caller's next look at stats finds it. */
+/* Counted for its tenant; done before the answer, so the caller's next look at stats finds it. */
 static void record_done(struct engine *e, const struct engine_req *er, int res, uint64_t now)
 {
 	if (res < 0)
 		log_backing_error(e, er, res, now);
-	uint64_t bytes = er->op == DATAPATH_READ || er->op == DATAPATH_WRITE ||
-				 er->op == DATAPATH_COPY_RANGE ? er->done_bytes : 0;
+	uint64_t bytes = is_transfer(er->op) ? er->done_bytes : 0;
 	stats_record(e->stats, er->tenant, stats_op_of(er->op), bytes,
 		     now > er->submit_ns ? now - er->submit_ns : 0, res < 0 && bytes == 0);
+	if (er->ran_solo)
+		stats_record_solo(e->stats, er->tenant);
 	atomic_fetch_add_explicit(&e->completed, 1, memory_order_relaxed);
+}
+
+/* A transfer acknowledges what really moved, even if it failed after that. */
+static void answer(struct engine *e, const struct engine_req *er, int res)
+{
+	bool moved = is_transfer(er->op) && er->done_bytes > 0;
+	int err = res < 0 && !moved ? -res : 0;
+	e->dp.reply(er->req, er->op, err, er->buf, is_transfer(er->op) ? er->done_bytes : 0);
+}
+
+static void push_to_reactor(struct engine *e, _Atomic(struct engine_req *) *stack,
+			    struct engine_req *er);
+static void write_room_release(struct engine *e, uint64_t bytes);
+
+static void request_free(struct engine *e, struct engine_req *er)
+{
+	if (er->holds_write_room)
+		write_room_release(e, er->size_bytes);
+	bufpool_put(e->buffers, er->buf);
+	free(er);
+}
+
+/* Reactor only. The scheduler learns the request is done; its memory goes back. */
+static void release(struct engine *e, struct engine_req *er, uint64_t now)
+{
+	sched_complete(e->sched, &er->sched, now);
+	request_free(e, er);
+}
+
+/* Set in the reactor thread: the one thread that may call the scheduler. */
+static _Thread_local bool on_reactor;
+
+/*
+ * The one end of every request, on whichever thread ran it: counted for its
+ * tenant, answered, then given back: released to the scheduler if it was
+ * enqueued (by the reactor, which owns the scheduler: other threads hand it
+ * over), freed otherwise.
+ */
+static void finish(struct engine *e, struct engine_req *er, int res)
+{
+	uint64_t now = now_ns();
+	record_done(e, er, res, now);
+	answer(e, er, res);
+	if (!er->scheduled)
+		request_free(e, er);
+	else if (on_reactor)
+		release(e, er, now);
+	else
+		push_to_reactor(e, &e->finished, er);
 }
 
 /* ---- worker side ------------------------------------------------------ */
@@ -347,21 +402,10 @@ static void run_held_write(struct engine *e, struct engine_req *er, sem_t *go)
 	while (sem_wait(go) != 0)
 		; /* EINTR: the wait resumes */
 	sem_destroy(go);
-	if (er->held_res < 0) {
-		/* Refused before it was queued: the reactor has forgotten it. */
-		fuse_reply_err(er->req, -er->held_res);
-		free(er);
-		atomic_fetch_sub(&e->held_writes, 1);
-		return;
-	}
-	int res = transfer_in_worker_as_opener(er, (void *)er->held_data);
-	record_done(e, er, res, now_ns());
+	/* held_res < 0: refused before it was queued, so not the scheduler's. */
+	int res = er->held_res ? er->held_res : transfer_in_worker_as_opener(er, (void *)er->held_data);
 	atomic_fetch_sub(&e->held_writes, 1);
-	/* Completed before the reply: the caller's next request must find it so.
-	 * The reactor owns er once it is pushed: reply from a copy. */
-	struct engine_req ack = *er;
-	push_to_reactor(e, &e->held_done, er);
-	reply(&ack, res);
+	finish(e, er, res);
 }
 
 /*
@@ -435,11 +479,8 @@ static void run_solo(struct engine *e, struct engine_req *er, const void *write_
 		break;
 	}
 	give_back_solo(e);
-	record_done(e, er, res, now_ns());
-	stats_record_solo(e->stats, er->tenant);
-	reply(er, res);
-	bufpool_put(e->buffers, er->buf);
-	free(er);
+	er->ran_solo = true;
+	finish(e, er, res);
 }
 
 static void engine_submit(struct datapath *dp, const struct datapath_req *r)
@@ -447,7 +488,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	struct engine *e = (struct engine *)dp;
 	struct engine_req *er = calloc(1, sizeof(*er));
 	if (!er) {
-		fuse_reply_err(r->req, ENOMEM);
+		e->dp.reply(r->req, r->op, ENOMEM, NULL, 0); /* never became a request */
 		return;
 	}
 	er->req = r->req;
@@ -455,7 +496,8 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->file = r->file;
 	er->file_out = r->file_out;
 	er->offset_bytes = r->offset_bytes;
-	er->size_bytes = r->size_bytes;
+	er->size_bytes = r->op == DATAPATH_COPY_RANGE && r->size_bytes > COPY_CHUNK_BYTES
+				 ? COPY_CHUNK_BYTES : r->size_bytes;
 	er->offset_out_bytes = r->offset_out_bytes;
 	er->copy_flags = r->copy_flags;
 	er->fallocate_mode = r->fallocate_mode;
@@ -478,11 +520,10 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 		 * cost no payload memory.
 		 */
 		write_room_wait(e, r->size_bytes);
+		er->holds_write_room = true;
 		er->buf = bufpool_get(e->buffers, r->size_bytes);
 		if (!er->buf) {
-			write_room_release(e, r->size_bytes);
-			free(er);
-			fuse_reply_err(r->req, ENOMEM);
+			finish(e, er, -ENOMEM);
 			return;
 		}
 		memcpy(er->buf, r->write_data, r->size_bytes);
@@ -562,58 +603,67 @@ static struct sched_queue *queue_of(struct engine *e, uint32_t tenant)
 	return slot->queue;
 }
 
-/* A write whose payload was copied in is counted in write_bytes_held; a held one is not. */
-static bool holds_write_room(const struct engine_req *er)
-{
-	return er->op == DATAPATH_WRITE && er->buf;
-}
-
-/* The scheduler learns the request is done; its memory goes back. */
-static void release(struct engine *e, struct engine_req *er, uint64_t now)
-{
-	sched_complete(e->sched, &er->sched, now);
-	if (holds_write_room(er))
-		write_room_release(e, er->size_bytes);
-	bufpool_put(e->buffers, er->buf);
-	free(er);
-}
-
-static void reply_and_finish(struct engine *e, struct engine_req *er, int res, uint64_t now)
-{
-	record_done(e, er, res, now);
-	reply(er, res);
-	release(e, er, now);
-}
-
 /*
- * copy_file_range has no io_uring opcode: it runs here, in the reactor,
- * once the scheduler let it through, so it is still charged and ordered.
- * It writes as the destination's opener, like every write.
+ * copy_file_range has no io_uring opcode and blocks for as long as the copy
+ * takes: a blocking executor runs it once the scheduler let it through, as
+ * the destination's opener, like every write.
  */
-static void run_copy_range(struct engine *e, struct engine_req *er, uint64_t now)
+static int copy_range_as_opener(struct engine_req *er)
 {
 	const struct creds *writer = &er->file_out->opener;
 	bool switch_creds = !creds_are_root(writer);
 	int entered = switch_creds ? creds_enter(writer) : 0;
+	if (entered)
+		return entered;
 	loff_t in = (loff_t)er->offset_bytes, out = (loff_t)er->offset_out_bytes;
-	ssize_t n = entered;
-	if (!entered) {
-		n = copy_file_range(er->file->fd, &in, er->file_out->fd, &out, er->size_bytes,
+	ssize_t n = copy_file_range(er->file->fd, &in, er->file_out->fd, &out, er->size_bytes,
 				    er->copy_flags);
-		if (n < 0)
-			n = -errno;
-		if (switch_creds)
-			creds_leave();
-	}
+	int res = n < 0 ? -errno : 0;
+	if (switch_creds)
+		creds_leave();
 	if (n > 0)
 		er->done_bytes = (uint64_t)n;
-	reply_and_finish(e, er, n < 0 ? (int)n : 0, now);
+	return res;
 }
 
-static void issue(struct engine *e, struct engine_req *er, uint64_t now)
+static void *blocking_main(void *arg)
+{
+	struct engine *e = arg;
+	pthread_mutex_lock(&e->blocking_lock);
+	for (;;) {
+		while (!e->blocking_head && !e->blocking_stop)
+			pthread_cond_wait(&e->blocking_work, &e->blocking_lock);
+		struct engine_req *er = e->blocking_head;
+		if (!er)
+			break; /* stopping, and nothing left */
+		e->blocking_head = er->next;
+		if (!e->blocking_head)
+			e->blocking_tail = NULL;
+		pthread_mutex_unlock(&e->blocking_lock);
+		finish(e, er, copy_range_as_opener(er));
+		pthread_mutex_lock(&e->blocking_lock);
+	}
+	pthread_mutex_unlock(&e->blocking_lock);
+	return NULL;
+}
+
+static void run_blocking(struct engine *e, struct engine_req *er)
+{
+	er->next = NULL;
+	pthread_mutex_lock(&e->blocking_lock);
+	if (e->blocking_tail)
+		e->blocking_tail->next = er;
+	else
+		e->blocking_head = er;
+	e->blocking_tail = er;
+	pthread_cond_signal(&e->blocking_work);
+	pthread_mutex_unlock(&e->blocking_lock);
+}
+
+static void issue(struct engine *e, struct engine_req *er)
 {
 	if (er->op == DATAPATH_COPY_RANGE) {
-		run_copy_range(e, er, now);
+		run_blocking(e, er);
 		return;
 	}
 	if (er->held_go) {
@@ -624,7 +674,7 @@ static void issue(struct engine *e, struct engine_req *er, uint64_t now)
 	}
 	if (er->op == DATAPATH_READ && !er->buf &&
 	    !(er->buf = bufpool_get(e->buffers, er->size_bytes))) {
-		reply_and_finish(e, er, -ENOMEM, now);
+		finish(e, er, -ENOMEM);
 		return;
 	}
 	struct io_uring_sqe *sqe = get_sqe(e);
@@ -663,11 +713,11 @@ static void issue(struct engine *e, struct engine_req *er, uint64_t now)
 	e->ring_inflight++;
 }
 
-static void on_completion(struct engine *e, struct engine_req *er, int res, uint64_t now)
+static void on_completion(struct engine *e, struct engine_req *er, int res)
 {
 	e->ring_inflight--;
 	if (res == -EINTR || res == -EAGAIN) {
-		issue(e, er, now);
+		issue(e, er);
 		return;
 	}
 	bool transfer = er->op == DATAPATH_READ || er->op == DATAPATH_WRITE;
@@ -675,7 +725,7 @@ static void on_completion(struct engine *e, struct engine_req *er, int res, uint
 		er->done_bytes += (uint64_t)res;
 		/* A short transfer continues where it stopped; a direct one could not (alignment). */
 		if (er->done_bytes < er->size_bytes && !er->file->direct) {
-			issue(e, er, now);
+			issue(e, er);
 			return;
 		}
 		res = 0;
@@ -683,13 +733,13 @@ static void on_completion(struct engine *e, struct engine_req *er, int res, uint
 	if (transfer && res == 0 && er->op == DATAPATH_WRITE && er->done_bytes == 0 &&
 	    er->size_bytes > 0)
 		res = -EIO; /* a write that makes no progress would loop forever */
-	reply_and_finish(e, er, res, now);
+	finish(e, er, res);
 }
 
-/* Held writes their workers finished: charge them (the workers replied). */
-static void take_held_done(struct engine *e, uint64_t now)
+/* Scheduled requests other threads finished (and answered): the scheduler learns of them. */
+static void take_finished(struct engine *e, uint64_t now)
 {
-	struct engine_req *er = atomic_exchange_explicit(&e->held_done, NULL, memory_order_acquire);
+	struct engine_req *er = atomic_exchange_explicit(&e->finished, NULL, memory_order_acquire);
 	while (er) {
 		struct engine_req *next = er->next;
 		release(e, er, now);
@@ -714,17 +764,14 @@ static void take_handoff(struct engine *e, uint64_t now)
 		er->sched.queue = queue_of(e, er->tenant);
 		if (!er->sched.queue) {
 			if (er->held_go) {
-				er->held_res = -ENOMEM; /* the worker replies and frees it */
+				er->held_res = -ENOMEM; /* its worker finishes it */
 				sem_post(er->held_go);
-				continue;
+			} else {
+				finish(e, er, -ENOMEM);
 			}
-			fuse_reply_err(er->req, ENOMEM);
-			if (holds_write_room(er))
-				write_room_release(e, er->size_bytes);
-			bufpool_put(e->buffers, er->buf);
-			free(er);
 			continue;
 		}
+		er->scheduled = true;
 		sched_enqueue(e->sched, &er->sched, now);
 	}
 }
@@ -801,7 +848,7 @@ static void open_solo_if_idle(struct engine *e)
 
 static bool drained(struct engine *e)
 {
-	return atomic_load(&e->handoff) == NULL && atomic_load(&e->held_done) == NULL &&
+	return atomic_load(&e->handoff) == NULL && atomic_load(&e->finished) == NULL &&
 	       sched_pending(e->sched) == 0 &&
 	       sched_inflight(e->sched) == 0 && e->ring_inflight == 0;
 }
@@ -816,7 +863,7 @@ static bool work_arrived(struct engine *e)
 {
 	return io_uring_cq_ready(&e->ring) ||
 	       atomic_load_explicit(&e->handoff, memory_order_relaxed) ||
-	       atomic_load_explicit(&e->held_done, memory_order_relaxed);
+	       atomic_load_explicit(&e->finished, memory_order_relaxed);
 }
 
 /*
@@ -866,7 +913,7 @@ static void wait_for_events(struct engine *e, uint64_t now)
 	if (store_busy && busy_poll(e, now, deadline))
 		return;
 	atomic_store(&e->reactor_asleep, true);
-	if (atomic_load(&e->handoff) || atomic_load(&e->held_done)) {
+	if (atomic_load(&e->handoff) || atomic_load(&e->finished)) {
 		atomic_store(&e->reactor_asleep, false);
 		io_uring_submit(&e->ring);
 		return;
@@ -892,33 +939,33 @@ static void wait_for_events(struct engine *e, uint64_t now)
 static void *reactor_main(void *arg)
 {
 	struct engine *e = arg;
+	on_reactor = true;
 	arm_wake_read(e);
 	for (;;) {
 		uint64_t now = now_ns();
 		if (sched_next_deadline(e->sched) <= now)
 			sched_timer(e->sched, now);
 		close_solo(e);
-		take_held_done(e, now);
+		take_finished(e, now);
 		take_handoff(e, now);
 		sync_weights(e);
 		retire_tenants(e, now);
 		publish_stats(e, now);
 		for (struct sched_req *sr; (sr = sched_dispatch(e->sched, now));)
-			issue(e, (struct engine_req *)sr, now);
+			issue(e, (struct engine_req *)sr);
 		if (atomic_load(&e->stopping) && drained(e))
 			break;
 		open_solo_if_idle(e);
 		wait_for_events(e, now);
 		unsigned head, seen = 0;
 		struct io_uring_cqe *cqe;
-		now = now_ns();
 		io_uring_for_each_cqe(&e->ring, head, cqe) {
 			seen++;
 			void *data = io_uring_cqe_get_data(cqe);
 			if ((uintptr_t)data == WAKE_TAG)
 				arm_wake_read(e);
 			else
-				on_completion(e, data, cqe->res, now);
+				on_completion(e, data, cqe->res);
 		}
 		io_uring_cq_advance(&e->ring, seen);
 	}
@@ -963,8 +1010,11 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	e->tenants = tenants;
 	pthread_mutex_init(&e->write_room_lock, NULL);
 	pthread_cond_init(&e->write_room, NULL);
+	pthread_mutex_init(&e->blocking_lock, NULL);
+	pthread_cond_init(&e->blocking_work, NULL);
 	e->stats = stats;
 	e->wake_fd = -1;
+	e->dp.reply = p->reply ? p->reply : datapath_reply_fuse;
 	e->dp.submit = engine_submit;
 	e->dp.file_opened = engine_file_opened;
 	e->dp.file_released = engine_file_released;
@@ -1022,17 +1072,40 @@ fail:
 	return r;
 }
 
+static void blocking_stop(struct engine *e)
+{
+	pthread_mutex_lock(&e->blocking_lock);
+	e->blocking_stop = true;
+	pthread_cond_broadcast(&e->blocking_work);
+	pthread_mutex_unlock(&e->blocking_lock);
+	for (uint32_t i = 0; i < e->blocking_started; i++)
+		pthread_join(e->blocking_threads[i], NULL);
+	e->blocking_started = 0;
+}
+
 int engine_start(struct engine *e)
 {
 	if (!e->buffers_registered)
 		register_buffers(e);
+	e->blocking_stop = false;
+	for (; e->blocking_started < BLOCKING_THREADS; e->blocking_started++) {
+		int r = pthread_create(&e->blocking_threads[e->blocking_started], NULL,
+				       blocking_main, e);
+		if (r) {
+			blocking_stop(e);
+			return -r;
+		}
+	}
 	int r = pthread_create(&e->thread, NULL, reactor_main, e);
-	if (r)
+	if (r) {
+		blocking_stop(e);
 		return -r;
+	}
 	e->started = true;
 	return 0;
 }
 
+/* The reactor drains first: it waits for what the blocking executors still run. */
 void engine_stop(struct engine *e)
 {
 	if (!e->started)
@@ -1040,6 +1113,7 @@ void engine_stop(struct engine *e)
 	atomic_store(&e->stopping, true);
 	wake_reactor(e);
 	pthread_join(e->thread, NULL);
+	blocking_stop(e);
 	e->started = false;
 }
 
@@ -1056,6 +1130,8 @@ void engine_free(struct engine *e)
 	free(e->slots);
 	pthread_cond_destroy(&e->write_room);
 	pthread_mutex_destroy(&e->write_room_lock);
+	pthread_cond_destroy(&e->blocking_work);
+	pthread_mutex_destroy(&e->blocking_lock);
 	free(e);
 }
 
