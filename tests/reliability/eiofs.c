@@ -6,7 +6,8 @@
  * Serves SOURCE at MOUNTPOINT. read, write, fsync and fdatasync of a file
  * fail with EIO when its name contains "eio", or while SOURCE/PATH.fault
  * exists next to it (touch it to break a file that is open, remove it to
- * heal it). Everything else passes through. Every file is opened with FUSE
+ * heal it). Reads of a file wait while SOURCE/PATH.stall exists: a store
+ * that hangs. Everything else passes through. Every file is opened with FUSE
  * direct I/O, so each read and write reaches eiofs: no page cache here can
  * hide a fault.
  */
@@ -167,8 +168,17 @@ static int eio_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	return 0;
 }
 
+static void wait_while_stalled(const char *path)
+{
+	char marker[PATH_MAX + 16];
+	snprintf(marker, sizeof(marker), "%s%s.stall", source_root, path);
+	while (access(marker, F_OK) == 0)
+		usleep(10000);
+}
+
 static int eio_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
+	wait_while_stalled(path);
 	if (is_faulty(path))
 		return -EIO;
 	ssize_t n = pread((int)fi->fh, buf, size, off);

@@ -1,0 +1,519 @@
+/*
+ * The engine without a mount: requests are handed to its datapath directly
+ * and its answers go to a recording reply sink instead of FUSE, so every
+ * path of the one request lifecycle is checked here: solo requests, held
+ * and copied writes, ring transfers, short transfers, errors, copies in
+ * pieces on the blocking executors, and the drain at stop.
+ */
+#include "fusesched/config.h"
+#include "fusesched/engine.h"
+#include "fusesched/stats.h"
+#include "fusesched/tenant.h"
+#include "leftovers.h"
+#include "mount_helper.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_REQUESTS 1024
+#define ANSWER_WAIT_MS 10000
+#define MAX_TENANTS 64
+
+/* ---- the recording reply sink ------------------------------------------ */
+
+struct answer {
+	bool done;
+	enum datapath_op op;
+	int err;
+	uint64_t bytes;
+	unsigned char *data; /* a read's bytes, copied */
+};
+
+static struct answer answers[MAX_REQUESTS];
+static uint32_t next_token;
+static uint32_t answered_twice;
+static pthread_mutex_t answers_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t answers_changed = PTHREAD_COND_INITIALIZER;
+
+static void record_answer(fuse_req_t req, enum datapath_op op, int err, const void *data,
+			  uint64_t bytes)
+{
+	uint32_t i = (uint32_t)(uintptr_t)req - 1;
+	pthread_mutex_lock(&answers_lock);
+	if (answers[i].done) {
+		answered_twice++;
+	} else {
+		answers[i] = (struct answer){.done = true, .op = op, .err = err, .bytes = bytes};
+		if (op == DATAPATH_READ && !err && bytes) {
+			answers[i].data = malloc(bytes);
+			memcpy(answers[i].data, data, bytes);
+		}
+	}
+	pthread_cond_broadcast(&answers_changed);
+	pthread_mutex_unlock(&answers_lock);
+}
+
+static fuse_req_t new_token(void)
+{
+	pthread_mutex_lock(&answers_lock);
+	uint32_t i = next_token++;
+	pthread_mutex_unlock(&answers_lock);
+	ck_assert_uint_lt(i, MAX_REQUESTS);
+	return (fuse_req_t)(uintptr_t)(i + 1);
+}
+
+static bool is_answered(fuse_req_t token)
+{
+	pthread_mutex_lock(&answers_lock);
+	bool done = answers[(uintptr_t)token - 1].done;
+	pthread_mutex_unlock(&answers_lock);
+	return done;
+}
+
+static struct answer wait_answer(fuse_req_t token)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ANSWER_WAIT_MS / 1000;
+	pthread_mutex_lock(&answers_lock);
+	struct answer *a = &answers[(uintptr_t)token - 1];
+	while (!a->done && pthread_cond_timedwait(&answers_changed, &answers_lock, &until) == 0)
+		;
+	struct answer copy = *a;
+	pthread_mutex_unlock(&answers_lock);
+	ck_assert_msg(copy.done, "request %u not answered within %d ms", (unsigned)(uintptr_t)token,
+		      ANSWER_WAIT_MS);
+	return copy;
+}
+
+static void forget_answers(void)
+{
+	for (uint32_t i = 0; i < MAX_REQUESTS; i++) {
+		free(answers[i].data);
+		answers[i] = (struct answer){0};
+	}
+	next_token = 0;
+	answered_twice = 0;
+}
+
+/* ---- an engine over the test process's tenant -------------------------- */
+
+static struct config *cfg;
+static struct tenant_table *tenants;
+static struct stats *stats;
+static struct engine *engine;
+static struct datapath *dp;
+static char scratch[256];
+
+static void engine_up(bool solo, uint32_t max_held_writes)
+{
+	forget_answers();
+	ck_assert_int_eq(config_new_default(&cfg), 0);
+	char err[256];
+	const struct tenant_table_params tp = {.max_tenants = MAX_TENANTS};
+	ck_assert_msg(tenant_table_new(&tp, cfg, &tenants, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_ptr_nonnull(stats = stats_new(MAX_TENANTS));
+	struct engine_params p;
+	engine_params_default(&p);
+	p.reply = record_answer;
+	p.solo_requests = solo;
+	p.max_held_writes = max_held_writes;
+	ck_assert_msg(engine_new(&p, tenants, stats, &engine, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(engine_start(engine), 0);
+	dp = engine_datapath(engine);
+	snprintf(scratch, sizeof(scratch), "/tmp/engine-unit-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+
+static void engine_down(void)
+{
+	engine_free(engine); /* stops first: everything taken is answered */
+	ck_assert_uint_eq(answered_twice, 0);
+	for (uint32_t i = 0; i < next_token; i++)
+		ck_assert_msg(answers[i].done, "request %u never answered", i + 1);
+	stats_free(stats);
+	tenant_table_free(tenants);
+	config_free(cfg);
+	test_sh("rm -rf '%s'", scratch);
+}
+
+static void open_file(const char *name, int flags, struct datapath_file *f)
+{
+	char path[400];
+	snprintf(path, sizeof(path), "%s/%s", scratch, name);
+	memset(f, 0, sizeof(*f));
+	f->fd = open(path, flags | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_int_ge(f->fd, 0);
+	f->opener_pid = getpid();
+	ck_assert_int_eq(dp->file_opened(dp, f), 0);
+}
+
+static void close_file(struct datapath_file *f)
+{
+	dp->file_released(dp, f);
+	close(f->fd);
+}
+
+static fuse_req_t submit(struct datapath_file *f, enum datapath_op op, uint64_t offset,
+			 uint64_t size, const void *data)
+{
+	fuse_req_t token = new_token();
+	const struct datapath_req r = {.req = token, .op = op, .file = f, .offset_bytes = offset,
+				       .size_bytes = size, .write_data = data, .pid = getpid()};
+	dp->submit(dp, &r);
+	return token;
+}
+
+static void fill(unsigned char *buf, size_t bytes, unsigned seed)
+{
+	for (size_t i = 0; i < bytes; i++)
+		buf[i] = (unsigned char)(seed * 131 + i * 7 + (i >> 9));
+}
+
+static struct stats_tenant_snapshot tenant_stats(const struct datapath_file *f)
+{
+	struct stats_tenant_snapshot snap;
+	stats_read_tenant(stats, f->opener_tenant, &snap);
+	return snap;
+}
+
+/* ---- the paths ---------------------------------------------------------- */
+
+/*
+ * Alone, a request runs in the submitting thread and is counted as solo.
+ * The reactor closes the token for a moment on each of its rounds (timers),
+ * so not every one of them need be solo: most are.
+ */
+START_TEST(solo_requests_run_in_the_submitter)
+{
+	engine_up(true, 16);
+	struct datapath_file f;
+	open_file("solo", O_RDWR, &f);
+	unsigned char data[8192], back[8192];
+	fill(data, sizeof(data), 1);
+	fuse_req_t w = submit(&f, DATAPATH_WRITE, 4096, sizeof(data), data);
+	ck_assert(is_answered(w));
+	ck_assert_int_eq(wait_answer(w).bytes, sizeof(data));
+	fuse_req_t r = submit(&f, DATAPATH_READ, 4096, sizeof(data), NULL);
+	struct answer a = wait_answer(r);
+	ck_assert_int_eq(a.err, 0);
+	ck_assert_int_eq(a.bytes, sizeof(data));
+	ck_assert_int_eq(memcmp(a.data, data, sizeof(data)), 0);
+	fuse_req_t s = submit(&f, DATAPATH_FSYNC, 0, 0, NULL);
+	ck_assert_int_eq(wait_answer(s).err, 0);
+	ck_assert_int_eq(pread(f.fd, back, sizeof(back), 4096), (ssize_t)sizeof(back));
+	ck_assert_int_eq(memcmp(back, data, sizeof(data)), 0);
+	struct stats_tenant_snapshot st = tenant_stats(&f);
+	ck_assert_uint_eq(st.ops[STATS_OP_WRITE], 1);
+	ck_assert_uint_eq(st.bytes[STATS_OP_READ], sizeof(data));
+	/* The reactor opens the token once it has looked and found nothing to do. */
+	uint64_t solo = st.solo_ops;
+	for (int tries = 0; solo == 0 && tries < 1000; tries++) {
+		usleep(1000);
+		wait_answer(submit(&f, DATAPATH_READ, 0, 512, NULL));
+		solo = tenant_stats(&f).solo_ops;
+	}
+	ck_assert_uint_gt(solo, 0);
+	close_file(&f);
+	engine_down();
+}
+END_TEST
+
+struct writer_job {
+	struct datapath_file *file;
+	unsigned first, count;
+};
+
+static void *write_blocks(void *arg)
+{
+	const struct writer_job *j = arg;
+	unsigned char block[65536];
+	for (unsigned b = j->first; b < j->first + j->count; b++) {
+		fill(block, sizeof(block), b);
+		submit(j->file, DATAPATH_WRITE, (uint64_t)b * sizeof(block), sizeof(block), block);
+	}
+	return NULL;
+}
+
+/* Writers in parallel through the scheduler: held in their threads, or copied to the ring. */
+static void scheduled_writes_and_reads(uint32_t max_held_writes)
+{
+	engine_up(false, max_held_writes);
+	struct datapath_file f;
+	open_file("scheduled", O_RDWR, &f);
+	enum { THREADS = 4, BLOCKS = 16 };
+	pthread_t threads[THREADS];
+	struct writer_job jobs[THREADS];
+	for (unsigned t = 0; t < THREADS; t++) {
+		jobs[t] = (struct writer_job){&f, t * BLOCKS, BLOCKS};
+		ck_assert_int_eq(pthread_create(&threads[t], NULL, write_blocks, &jobs[t]), 0);
+	}
+	for (unsigned t = 0; t < THREADS; t++)
+		pthread_join(threads[t], NULL);
+	for (uint32_t i = 0; i < THREADS * BLOCKS; i++) {
+		struct answer a = wait_answer((fuse_req_t)(uintptr_t)(i + 1));
+		ck_assert_int_eq(a.err, 0);
+		ck_assert_int_eq(a.bytes, 65536);
+	}
+	ck_assert_int_eq(wait_answer(submit(&f, DATAPATH_FDATASYNC, 0, 0, NULL)).err, 0);
+	for (unsigned b = 0; b < THREADS * BLOCKS; b++) {
+		struct answer a = wait_answer(submit(&f, DATAPATH_READ, (uint64_t)b * 65536, 65536, NULL));
+		unsigned char want[65536];
+		fill(want, sizeof(want), b);
+		ck_assert_int_eq(a.bytes, sizeof(want));
+		ck_assert_msg(memcmp(a.data, want, sizeof(want)) == 0, "block %u differs", b);
+	}
+	struct stats_tenant_snapshot st = tenant_stats(&f);
+	ck_assert_uint_eq(st.solo_ops, 0);
+	ck_assert_uint_eq(st.ops[STATS_OP_WRITE], THREADS * BLOCKS);
+	ck_assert_uint_eq(st.bytes[STATS_OP_WRITE], THREADS * BLOCKS * 65536ull);
+	close_file(&f);
+	engine_down();
+}
+
+START_TEST(held_writes_and_ring_reads)
+{
+	scheduled_writes_and_reads(16);
+}
+END_TEST
+
+START_TEST(copied_writes_and_ring_reads)
+{
+	scheduled_writes_and_reads(0);
+}
+END_TEST
+
+/* A transfer acknowledges what moved: a read across the end, a read past it. */
+static void short_reads(bool solo)
+{
+	engine_up(solo, 16);
+	struct datapath_file f;
+	open_file("short", O_RDWR, &f);
+	unsigned char data[1000];
+	fill(data, sizeof(data), 3);
+	ck_assert_int_eq(pwrite(f.fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	struct answer across = wait_answer(submit(&f, DATAPATH_READ, 0, 4096, NULL));
+	ck_assert_int_eq(across.err, 0);
+	ck_assert_int_eq(across.bytes, sizeof(data));
+	ck_assert_int_eq(memcmp(across.data, data, sizeof(data)), 0);
+	struct answer past = wait_answer(submit(&f, DATAPATH_READ, 8192, 4096, NULL));
+	ck_assert_int_eq(past.err, 0);
+	ck_assert_int_eq(past.bytes, 0);
+	close_file(&f);
+	engine_down();
+}
+
+START_TEST(short_reads_solo)
+{
+	short_reads(true);
+}
+END_TEST
+
+START_TEST(short_reads_through_the_ring)
+{
+	short_reads(false);
+}
+END_TEST
+
+/* The backing store's errors reach the caller and are counted. */
+static void errors_are_answered(bool solo)
+{
+	engine_up(solo, 16);
+	struct datapath_file ro;
+	open_file("readonly", O_RDONLY, &ro);
+	unsigned char data[4096] = {0};
+	ck_assert_int_eq(wait_answer(submit(&ro, DATAPATH_WRITE, 0, sizeof(data), data)).err, EBADF);
+	fuse_req_t bad_mode = new_token();
+	const struct datapath_req r = {.req = bad_mode, .op = DATAPATH_FALLOCATE, .file = &ro,
+				       .size_bytes = 4096, .fallocate_mode = -1, .pid = getpid()};
+	dp->submit(dp, &r);
+	ck_assert_int_ne(wait_answer(bad_mode).err, 0);
+	ck_assert_uint_eq(tenant_stats(&ro).errors, 2);
+	close_file(&ro);
+	engine_down();
+}
+
+START_TEST(errors_solo)
+{
+	errors_are_answered(true);
+}
+END_TEST
+
+START_TEST(errors_through_the_ring)
+{
+	errors_are_answered(false);
+}
+END_TEST
+
+/* A large copy is answered a piece at a time; the caller loops as on any filesystem. */
+START_TEST(copy_file_range_in_pieces)
+{
+	engine_up(true, 16);
+	struct datapath_file in, out;
+	open_file("copy-in", O_RDWR, &in);
+	open_file("copy-out", O_RDWR, &out);
+	enum { COPY_BYTES = 10 << 20 };
+	unsigned char *data = malloc(COPY_BYTES), *back = malloc(COPY_BYTES);
+	fill(data, COPY_BYTES, 5);
+	ck_assert_int_eq(pwrite(in.fd, data, COPY_BYTES, 0), COPY_BYTES);
+	uint64_t copied = 0;
+	int pieces = 0;
+	while (copied < COPY_BYTES) {
+		fuse_req_t token = new_token();
+		const struct datapath_req r = {.req = token, .op = DATAPATH_COPY_RANGE, .file = &in,
+					       .offset_bytes = copied, .size_bytes = COPY_BYTES - copied,
+					       .file_out = &out, .offset_out_bytes = copied,
+					       .pid = getpid()};
+		dp->submit(dp, &r);
+		struct answer a = wait_answer(token);
+		ck_assert_int_eq(a.err, 0);
+		ck_assert_uint_gt(a.bytes, 0);
+		ck_assert_uint_lt(a.bytes, COPY_BYTES); /* never the whole copy at once */
+		copied += a.bytes;
+		pieces++;
+	}
+	ck_assert_int_ge(pieces, 3);
+	ck_assert_int_eq(pread(out.fd, back, COPY_BYTES, 0), COPY_BYTES);
+	ck_assert_int_eq(memcmp(back, data, COPY_BYTES), 0);
+	ck_assert_uint_eq(tenant_stats(&out).bytes[STATS_OP_OTHER], COPY_BYTES);
+	free(data);
+	free(back);
+	close_file(&in);
+	close_file(&out);
+	engine_down();
+}
+END_TEST
+
+/* Everything taken is answered, and written, by the time stop returns. */
+START_TEST(stop_drains_every_request)
+{
+	engine_up(false, 0); /* copied writes: submit returns before they run */
+	struct datapath_file f;
+	open_file("drain", O_RDWR, &f);
+	enum { WRITES = 400 };
+	unsigned char block[4096];
+	for (unsigned i = 0; i < WRITES; i++) {
+		fill(block, sizeof(block), i);
+		submit(&f, DATAPATH_WRITE, (uint64_t)i * sizeof(block), sizeof(block), block);
+	}
+	engine_stop(engine);
+	for (uint32_t i = 0; i < WRITES; i++)
+		ck_assert_msg(is_answered((fuse_req_t)(uintptr_t)(i + 1)), "write %u not answered", i);
+	for (unsigned i = 0; i < WRITES; i++) {
+		unsigned char want[4096], got[4096];
+		fill(want, sizeof(want), i);
+		ck_assert_int_eq(pread(f.fd, got, sizeof(got), (off_t)i * 4096), (ssize_t)sizeof(got));
+		ck_assert_int_eq(memcmp(got, want, sizeof(want)), 0);
+	}
+	close_file(&f);
+	engine_down();
+}
+END_TEST
+
+/*
+ * A copy that blocks (its source on a FUSE filesystem that stalls reads)
+ * leaves other requests flowing: it runs on a blocking executor, never on
+ * the reactor, which keeps dispatching.
+ */
+START_TEST(a_blocked_copy_leaves_other_requests_flowing)
+{
+	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0) {
+		fprintf(stderr, "SKIP: a_blocked_copy_leaves_other_requests_flowing: needs root and /dev/fuse\n");
+		return;
+	}
+	engine_up(false, 16);
+	char source[300], stalling[300];
+	snprintf(source, sizeof(source), "%s/source", scratch);
+	snprintf(stalling, sizeof(stalling), "%s/stalling", scratch);
+	ck_assert_int_eq(mkdir(source, 0755), 0);
+	ck_assert_int_eq(mkdir(stalling, 0755), 0);
+	leftovers_add_mount(stalling);
+	pid_t eiofs = fork();
+	ck_assert_int_ge(eiofs, 0);
+	if (eiofs == 0) {
+		execl(EIOFS_BIN, EIOFS_BIN, source, stalling, "-f", (char *)NULL);
+		_exit(127);
+	}
+	for (int waited_ms = 0; !test_is_fuse_mount(stalling); waited_ms += 10) {
+		ck_assert_msg(waited_ms < ANSWER_WAIT_MS, "eiofs did not mount");
+		usleep(10000);
+	}
+	char in_path[400], out_path[400], stall_marker[400];
+	snprintf(in_path, sizeof(in_path), "%s/in", stalling);
+	snprintf(out_path, sizeof(out_path), "%s/out", stalling);
+	snprintf(stall_marker, sizeof(stall_marker), "%s/in.stall", source);
+	struct datapath_file in = {.opener_pid = getpid()}, out = {.opener_pid = getpid()}, other;
+	in.fd = open(in_path, O_RDWR | O_CREAT, 0644);
+	out.fd = open(out_path, O_RDWR | O_CREAT, 0644);
+	ck_assert_int_ge(in.fd, 0);
+	ck_assert_int_ge(out.fd, 0);
+	ck_assert_int_eq(dp->file_opened(dp, &in), 0);
+	ck_assert_int_eq(dp->file_opened(dp, &out), 0);
+	unsigned char data[65536];
+	fill(data, sizeof(data), 9);
+	ck_assert_int_eq(pwrite(in.fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	open_file("other", O_RDWR, &other);
+	ck_assert_int_eq(pwrite(other.fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
+
+	test_write_file(stall_marker, "");
+	fuse_req_t copy = new_token();
+	const struct datapath_req r = {.req = copy, .op = DATAPATH_COPY_RANGE, .file = &in,
+				       .size_bytes = sizeof(data), .file_out = &out,
+				       .pid = getpid()};
+	dp->submit(dp, &r);
+	struct answer read = wait_answer(submit(&other, DATAPATH_READ, 0, sizeof(data), NULL));
+	ck_assert_int_eq(read.bytes, sizeof(data));
+	ck_assert_msg(!is_answered(copy), "the copy was not blocked: the test proves nothing");
+	unlink(stall_marker);
+	struct answer copied = wait_answer(copy);
+	ck_assert_int_eq(copied.err, 0);
+	ck_assert_int_eq(copied.bytes, sizeof(data));
+
+	close_file(&other);
+	dp->file_released(dp, &in);
+	dp->file_released(dp, &out);
+	close(in.fd);
+	close(out.fd);
+	test_sh("fusermount3 -u '%s'", stalling);
+	waitpid(eiofs, NULL, 0);
+	engine_down();
+}
+END_TEST
+
+static Suite *engine_unit_suite(void)
+{
+	Suite *s = suite_create("engine_unit");
+	TCase *tc = tcase_create("lifecycle");
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, solo_requests_run_in_the_submitter);
+	tcase_add_test(tc, held_writes_and_ring_reads);
+	tcase_add_test(tc, copied_writes_and_ring_reads);
+	tcase_add_test(tc, short_reads_solo);
+	tcase_add_test(tc, short_reads_through_the_ring);
+	tcase_add_test(tc, errors_solo);
+	tcase_add_test(tc, errors_through_the_ring);
+	tcase_add_test(tc, copy_file_range_in_pieces);
+	tcase_add_test(tc, stop_drains_every_request);
+	tcase_add_test(tc, a_blocked_copy_leaves_other_requests_flowing);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(engine_unit_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
