@@ -1,8 +1,10 @@
 /* fusesched scheduler: per-tenant proportional share of one backing store.
  *
- * Pure code: no threads, no syscalls, no clock. Every function that needs the
- * time takes it as now_ns (any monotonic origin), so the scheduler can be
- * driven by the engine's io_uring loop or by a simulator's virtual clock.
+ * Pure code: no threads, no syscalls, no clock. The one clock is the
+ * caller's: every function that needs the time takes it as now_ns (any
+ * monotonic origin, never going back), and the scheduler never reads a clock
+ * of its own, so it can be driven by the engine's io_uring loop or by a
+ * simulator's virtual clock, with the same decisions for the same inputs.
  *
  * Intended use, from exactly one thread:
  *   on a request:      sched_enqueue(), then sched_dispatch() until NULL
@@ -114,6 +116,12 @@ struct sched_params {
 	uint64_t async_sync_window_ns;		/* 100 ms: ... if sync I/O arrived this recently */
 };
 
+/* A link of the scheduler's intrusive lists (src/sched/list.h); here only
+ * because struct sched_req embeds one. */
+struct sched_link {
+	struct sched_link *next, *prev;
+};
+
 /* Caller-owned request record, embedded in the caller's own request
  * (container_of to get back). The caller fills the first block before
  * sched_enqueue and must not touch the record until sched_complete. */
@@ -125,11 +133,11 @@ struct sched_req {
 	uint64_t offset;		/* for seekiness detection */
 	bool sync;			/* the caller waits for it (direct, dsync, read) */
 
-	/* private to the scheduler */
-	struct sched_req *next, *prev;
+	/* private to the scheduler; enqueue_ns may be read after completion */
+	struct sched_link link;		/* in its queue's (fifo: the scheduler's) request list */
 	uint64_t enqueue_ns, dispatch_ns, charge_bytes;
-	uint64_t store_share_start;	/* the scheduler's store_share clock at dispatch */
-	uint32_t others_inflight;
+	uint64_t store_share_start;	/* the scheduler's store share sum at dispatch */
+	uint32_t others_inflight;	/* other tenants' requests at the store at dispatch */
 };
 
 /* Read-only per-tenant counters, for `fusesched stat`. */

@@ -1,5 +1,6 @@
 /* Unit, edge-case and consistency tests of the pure scheduler. */
 #include "fusesched/sched.h"
+#include "list.h"
 #include "wf2q.h"
 
 #include <check.h>
@@ -72,6 +73,78 @@ START_TEST(params_validated)
 	ck_assert_ptr_eq(sched_queue_find(s, 1), q);
 	ck_assert_ptr_null(sched_queue_find(s, 2));
 	sched_free(s);
+}
+END_TEST
+
+START_TEST(unknown_policy_rejected)
+{
+	struct sched_params p;
+	struct sched *s;
+	sched_params_default(&p);
+	p.policy = (enum sched_policy)(SCHED_POLICY_FIFO + 1);
+	ck_assert_int_eq(sched_new(&p, &s), -EINVAL);
+}
+END_TEST
+
+/* The table grows past its initial buckets; removed tenants are gone from
+ * it, and a tenant id removed and asked for again gets a new queue. */
+START_TEST(tenant_table_many)
+{
+	enum { N = 1000 };
+	static struct sched_queue *q[N];
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 4);
+	for (uint64_t i = 0; i < N; i++)
+		q[i] = queue(s, i * 0x9e3779b97f4a7c15ull, 1 + i % SCHED_WEIGHT_MAX);
+	for (uint64_t i = 0; i < N; i++)
+		ck_assert_ptr_eq(sched_queue_find(s, i * 0x9e3779b97f4a7c15ull), q[i]);
+	for (uint64_t i = 0; i < N; i += 3) {
+		sched_queue_remove(s, q[i]);
+		ck_assert_ptr_null(sched_queue_find(s, i * 0x9e3779b97f4a7c15ull));
+	}
+	for (uint64_t i = 0; i < N; i++) {
+		struct sched_queue *f = sched_queue_find(s, i * 0x9e3779b97f4a7c15ull);
+		if (i % 3)
+			ck_assert_ptr_eq(f, q[i]);
+		else
+			ck_assert_ptr_nonnull(queue(s, i * 0x9e3779b97f4a7c15ull, 0));
+	}
+	sched_free(s);
+}
+END_TEST
+
+struct list_item {
+	int v;
+	struct sched_link link;
+};
+
+START_TEST(intrusive_list)
+{
+	struct sched_link head;
+	struct list_item it[4] = { { .v = 0 }, { .v = 1 }, { .v = 2 }, { .v = 3 } };
+	sched_list_init(&head);
+	ck_assert(sched_list_empty(&head));
+	ck_assert_ptr_null(sched_list_first_entry(&head, struct list_item, link));
+	for (int i = 0; i < 4; i++) {
+		ck_assert(!sched_list_linked(&it[i].link));
+		sched_list_add_tail(&head, &it[i].link);
+		ck_assert(sched_list_linked(&it[i].link));
+	}
+	sched_list_remove(&it[0].link);
+	sched_list_remove(&it[2].link);
+	ck_assert(!sched_list_linked(&it[2].link));
+	ck_assert_int_eq(sched_list_first_entry(&head, struct list_item, link)->v, 1);
+	sched_list_add_tail(&head, &it[0].link);
+	int seen[4], n = 0;
+	struct sched_link *pos, *tmp;
+	sched_list_foreach_safe(pos, tmp, &head) {
+		seen[n++] = sched_list_entry(pos, struct list_item, link)->v;
+		sched_list_remove(pos);
+	}
+	ck_assert_int_eq(n, 3);
+	ck_assert_int_eq(seen[0], 1);
+	ck_assert_int_eq(seen[1], 3);
+	ck_assert_int_eq(seen[2], 0);
+	ck_assert(sched_list_empty(&head));
 }
 END_TEST
 
@@ -849,6 +922,9 @@ int main(void)
 	TCase *tc = tcase_create("unit");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, params_validated);
+	tcase_add_test(tc, unknown_policy_rejected);
+	tcase_add_test(tc, tenant_table_many);
+	tcase_add_test(tc, intrusive_list);
 	tcase_add_test(tc, all_idle);
 	tcase_add_test(tc, idle_window_and_timer);
 	tcase_add_test(tc, zero_length_requests);

@@ -1,4 +1,4 @@
-/* S1..S5: the field's lessons in the simulator. Each test asserts the
+/* S1..S5 (sim.h) in the simulator. Each test asserts the
  * property under bfq and the contrast that shows which mechanism earns it. */
 #include "sim.h"
 
@@ -28,7 +28,7 @@ static uint64_t max_lat(const struct sim_result *r, unsigned from)
 	return m;
 }
 
-/* S1, lesson 1: the dsync writer keeps fifo's rate. With equal weights
+/* S1: the dsync writer keeps fifo's rate. With equal weights
  * nobody is idled for (everyone has one request at a time), so the reader
  * keeps fifo's rate too. A reader heavier than the other two together is
  * idled for; then injection is what keeps the journal, and so the writer,
@@ -62,7 +62,7 @@ START_TEST(s1_journal_writer_keeps_fifo_throughput)
 }
 END_TEST
 
-/* S2, lesson 2: a rate-limited tenant's idle windows must not cap the free one. */
+/* S2: a rate-limited tenant's idle windows must not cap the free one. */
 START_TEST(s2_free_tenant_not_capped)
 {
 	struct sim_scenario solo, sc;
@@ -82,7 +82,7 @@ START_TEST(s2_free_tenant_not_capped)
 }
 END_TEST
 
-/* S3, lesson 3: small sync readers do not wait behind a streaming writer. */
+/* S3: small sync readers do not wait behind a streaming writer. */
 START_TEST(s3_readers_latency_writer_throughput)
 {
 	struct sim_scenario solo, sc;
@@ -103,7 +103,7 @@ START_TEST(s3_readers_latency_writer_throughput)
 }
 END_TEST
 
-/* S4, lesson 4: the ratio and the total, together. */
+/* S4: the ratio and the total, together. */
 START_TEST(s4_weights_8_to_1_at_full_speed)
 {
 	struct sim_scenario sc;
@@ -135,7 +135,7 @@ START_TEST(s4_weights_5_3_1)
 }
 END_TEST
 
-/* S4 through FUSE on a loaded 2-core host (the real mount of lesson 4): the
+/* S4 through FUSE on a loaded 2-core host, as bench/run measures it: the
  * reactor reaps and dispatches whole batches at one instant, and a deep
  * tenant's queue runs dry while its caller threads wait for a CPU. */
 static double charge_per_byte(const struct sim_result *r, unsigned i)

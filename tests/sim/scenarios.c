@@ -1,6 +1,5 @@
-/* The field's lessons (DESIGN.md section 2) as simulator scenarios, with the
- * numbers of a daemon in front of a fast store: FUSE think times of tens of
- * microseconds, the store of section 9. */
+/* The scenarios S1..S5 (sim.h), with the numbers of a daemon in front of a
+ * fast store: FUSE think times of tens of microseconds, sim_device_fast. */
 #include "sim.h"
 
 #include <string.h>
@@ -103,14 +102,14 @@ void sim_scenario_s4_weights(struct sim_scenario *sc, uint32_t ntenants)
 						    .sync = true, .journal = -1 });
 }
 
-/* The real mount of lesson 4 (fio, 4 jobs x iodepth 16 per tenant, through
- * FUSE on a 2-core host): the CPU, not the store, is the bottleneck. The
- * store answers a 4 KiB read in ~100 us, but the reactor waits for a core
- * (0-2 ms), then reaps the whole dispatch depth at once and dispatches the
- * next 32 at one instant (~28k/s, as measured: 25-30k). A caller thread
- * now and then loses its CPU for a few ms, so a tenant's queue in the
- * daemon runs dry although it has 64 requests out; with every one of its
- * requests in a reaped batch, it is empty in the daemon altogether. */
+/* S4 as bench/run measures it on a real mount (fio, 4 jobs x iodepth 16 per
+ * tenant, through FUSE on a 2-core host): the CPU, not the store, is the
+ * bottleneck. The store answers a 4 KiB read in ~100 us, but the reactor
+ * waits for a core (0-2 ms), then reaps the whole dispatch depth at once and
+ * dispatches the next 32 at one instant (~28k/s, as measured: 25-30k). A
+ * caller thread now and then loses its CPU for a few ms, so a tenant's queue
+ * in the daemon runs dry although it has 64 requests out; with every one of
+ * its requests in a reaped batch, it is empty in the daemon altogether. */
 void sim_scenario_s4_fuse(struct sim_scenario *sc, uint32_t ntenants)
 {
 	static const uint32_t w2[] = { 800, 100 }, w3[] = { 500, 300, 100 };

@@ -99,11 +99,20 @@ struct sim_result {
 /* 0 or negative errno. */
 int sim_run(const struct sim_scenario *sc, const struct sched_params *p, struct sim_result *out);
 
-/* The store of DESIGN.md section 9: ~110k IOPS 4k random reads at depth 16,
- * ~5 GB/s large reads, dsync writes ~280 us. slots = 1 gives a serial store. */
+/* A fast parallel store: ~110k IOPS 4k random reads at depth 16, ~5 GB/s
+ * large reads, dsync writes ~280 us. slots = 1 gives a serial store. */
 void sim_device_fast(struct sim_device *d, uint32_t slots);
 
-/* The field's lessons as scenarios (DESIGN.md sections 2 and 5). */
+/* The scenarios, S1..S5 (bench/README runs the same cases on a real mount
+ * as its "lessons" 1..4; S5 is its depth-1-vs-deep row):
+ *   S1 a 512 B dsync writer whose every write waits on a journal tenant's
+ *      write, next to a depth-1 reader;
+ *   S2 two depth-1 writers, one rate-limited: its idle windows must not cap
+ *      the other;
+ *   S3 small sync readers next to a streaming writer: their latency;
+ *   S4 saturating readers of weights 8:1 and 5:3:1: the received ratios;
+ *   S5 a heavy depth-1 reader next to a light deep one.
+ */
 /* reader_weight 100: all equal, and nobody is idled for (every tenant has one
  * request at a time); 400: the reader outweighs the other two together and
  * is idled for, and the journal gets in by injection. */

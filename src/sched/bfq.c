@@ -1,0 +1,368 @@
+/* The BFQ policy: slices and budgets on top of the B-WF2Q+ order of wf2q.c,
+ * charging, the dispatch depth and dispatch. Idling and injection are
+ * idle.c, deep queues (holding, gap, away) deep.c, what is learned from
+ * requests learn.c. */
+#include "sched_internal.h"
+
+/* ---- dispatch depth ---- */
+
+/* q's cap: its weight's share of max_inflight among the weighed queues,
+ * rounded up, at least 1. */
+uint32_t sched_bfq_cap(const struct sched *s, const struct sched_queue *q)
+{
+	uint64_t wsum = s->wq.wsum ? s->wq.wsum : q->ent.weight;
+	uint64_t cap = ((uint64_t)s->p.max_inflight * q->ent.weight + wsum - 1) / wsum;
+	return cap ? (uint32_t)cap : 1;
+}
+
+/* Writeback (async) may not take the last slots while someone has issued
+ * sync requests recently: a small sync reader next to a streaming buffered
+ * writer then finds a free slot instead of waiting for one of the writer's
+ * requests to finish. */
+bool sched_bfq_head_fits(const struct sched *s, struct sched_queue *q, uint64_t now_ns)
+{
+	if (queue_head(q)->sync || !s->last_sync_ns ||
+	    now_ns - s->last_sync_ns > s->p.async_sync_window_ns)
+		return true;
+	uint32_t depth = s->p.max_inflight * s->p.async_depth_pct / 100;
+	return s->async_inflight < (depth ? depth : 1);
+}
+
+/* ---- virtual time and charging ---- */
+
+static void vt_note_finish(struct sched *s, const struct sched_queue *q)
+{
+	if (sched_wf2q_before(s->max_finish_vt, q->ent.finish_vt))
+		s->max_finish_vt = q->ent.finish_vt;
+}
+
+/* Service moves virtual time; a queue served outside its own slice (injected,
+ * or charged late at completion) has its tags pushed by the same amount, so
+ * weights hold over time however the service was obtained. */
+static void queue_charge(struct sched *s, struct sched_queue *q, uint64_t bytes)
+{
+	if (!bytes)
+		return;
+	q->stats.charged_bytes += bytes;
+	if (q == s->in_service) {
+		q->slice.service_bytes += bytes;
+	} else {
+		uint64_t d = sched_wf2q_vt_len(bytes, q->ent.weight);
+		q->ent.start_vt += d;
+		q->ent.finish_vt += d;
+		sched_wf2q_reposition(&s->wq, &q->ent);
+		vt_note_finish(s, q);
+	}
+	sched_wf2q_advance(&s->wq, bytes);
+}
+
+/* Barriers move no bytes but hold the store; seeky queues hold it longer
+ * than their bytes say. Both pay for the time they really held it, never a
+ * minimum per request, which would bill small fast requests for store time
+ * they did not hold. */
+static uint64_t time_charge_extra(const struct sched *s, const struct sched_queue *q,
+				  const struct sched_req *r, uint64_t share_ns)
+{
+	bool by_time = r->op == SCHED_OP_FSYNC || r->op == SCHED_OP_FDATASYNC ||
+		       r->op == SCHED_OP_OTHER ||
+		       (s->p.charge_seeky_by_time && q->seek.score > 512);
+	if (!by_time)
+		return 0;
+	/* With others in flight the store was shared: the request pays for its
+	 * store share (its time in flight split evenly, moment by moment, among
+	 * everything in flight), so waiting behind others is not billed as use.
+	 * Dividing its whole service time by the number in flight at dispatch
+	 * would bill the first requests of a batch for the whole batch: the
+	 * engine dispatches a batch at one instant and reaps it together, the
+	 * first of it are the in-service tenant's, and the heavier a tenant, the
+	 * more it would pay per byte. */
+	uint64_t t = share_ns / 1000 * s->rate.slot_bytes_per_s / 1000000;
+	return t > r->charge_bytes ? t - r->charge_bytes : 0;
+}
+
+/* A queue counts in the sum of weights while it has requests queued or at
+ * the store, and a deep one while it is away: through FUSE a deep tenant's
+ * queue drains for a moment whenever its callers are slow to send the next
+ * batch, and if it stopped counting, virtual time would race ahead with the
+ * others' service and it would come back having lost its place. */
+static void queue_weight_add(struct sched *s, struct sched_queue *q)
+{
+	if (q->weighed)
+		return;
+	/* Everyone went idle: nobody carries old debt or credit forward. */
+	if (!s->wq.wsum && sched_wf2q_before(s->wq.vtime, s->max_finish_vt))
+		s->wq.vtime = s->max_finish_vt;
+	q->weighed = true;
+	s->wq.wsum += q->ent.weight;
+}
+
+void sched_bfq_weight_drop(struct sched *s, struct sched_queue *q)
+{
+	if (!q->weighed || queue_busy(q) || q->depth == QUEUE_AWAY || q == s->in_service)
+		return;
+	q->weighed = false;
+	s->wq.wsum -= q->ent.weight;
+}
+
+/* back: the queue returns from being away, so it keeps its place even if V
+ * passed it; the service it missed meanwhile is owed to it. */
+static void queue_activate(struct sched *s, struct sched_queue *q, bool back)
+{
+	queue_weight_add(s, q);
+	/* An emptied queue keeps its finish until V passes it: no gain from
+	 * going idle and coming back. */
+	if (!back && sched_wf2q_before(q->ent.finish_vt, s->wq.vtime))
+		q->ent.start_vt = s->wq.vtime;
+	else
+		q->ent.start_vt = q->ent.finish_vt;
+	q->ent.finish_vt = q->ent.start_vt + sched_wf2q_vt_len(q->slice.budget_bytes, q->ent.weight);
+	vt_note_finish(s, q);
+	sched_wf2q_insert(&s->wq, &q->ent);
+}
+
+/* ---- slices ---- */
+
+static void budget_feedback(struct sched *s, struct sched_queue *q, enum sched_expire why)
+{
+	uint64_t b = q->slice.budget_bytes;
+	switch (why) {
+	case SCHED_EXPIRE_EXHAUSTED:	/* it had more to do: give it more */
+		b *= 2;
+		break;
+	case SCHED_EXPIRE_TIMEOUT:	/* slow, not greedy: keep it */
+	case SCHED_EXPIRE_PREEMPTED:
+		break;
+	default:			/* emptied, too idle: it needed what it used */
+		b = q->slice.service_bytes;
+		break;
+	}
+	if (b > s->rate.max_budget_bytes)
+		b = s->rate.max_budget_bytes;
+	if (b < s->p.budget_min_bytes)
+		b = s->p.budget_min_bytes;
+	q->slice.budget_bytes = b;
+}
+
+/* q is in service; its slice ends. */
+static void queue_expire(struct sched *s, struct sched_queue *q, enum sched_expire why,
+			 uint64_t now_ns)
+{
+	sched_slice_serve(s, now_ns);
+	q->stats.expirations[why]++;
+	budget_feedback(s, q, why);
+	q->ent.finish_vt = q->ent.start_vt + sched_wf2q_vt_len(q->slice.service_bytes, q->ent.weight);
+	vt_note_finish(s, q);
+	s->in_service = NULL;
+	sched_gap_update(s, q);
+	if (q->pending) {
+		q->ent.start_vt = q->ent.finish_vt;
+		q->ent.finish_vt = q->ent.start_vt + sched_wf2q_vt_len(q->slice.budget_bytes, q->ent.weight);
+		vt_note_finish(s, q);
+		sched_wf2q_insert(&s->wq, &q->ent);
+	} else if (q->depth == QUEUE_AWAY) {
+		sched_wf2q_park(&s->wq, &q->ent);
+	} else {
+		sched_bfq_weight_drop(s, q);
+		sched_queue_free_if_done(s, q);
+	}
+}
+
+/* Budget and timeout are only judged while the tenant has requests: ending
+ * a slice while it thinks would hand the store to whoever is queued, with
+ * virtual time jumping to them, and the idle window would buy nothing. */
+static bool slice_over(struct sched *s, struct sched_queue *g, uint64_t now_ns)
+{
+	enum sched_expire why;
+	bool idling = s->slice.state == SLICE_IDLING;
+	if (g->pending && g->slice.service_bytes >= g->slice.budget_bytes)
+		why = SCHED_EXPIRE_EXHAUSTED;
+	else if (g->pending && now_ns - s->slice.start_ns >= s->p.budget_timeout_ns)
+		why = SCHED_EXPIRE_TIMEOUT;
+	else if (idling && now_ns >= s->slice.idle_deadline_ns)
+		why = SCHED_EXPIRE_TOO_IDLE;
+	else if (!queue_busy(g) && !idling)
+		why = SCHED_EXPIRE_EMPTIED;
+	else
+		return false;
+	queue_expire(s, g, why, now_ns);
+	return true;
+}
+
+static void slice_begin_with(struct sched *s, struct sched_queue *q, uint64_t now_ns)
+{
+	sched_wf2q_remove(&s->wq, &q->ent);
+	queue_weight_add(s, q);
+	s->in_service = q;
+	sched_gap_update(s, q);
+	s->slice.start_ns = now_ns;
+	q->slice.service_bytes = 0;
+}
+
+/* Away queues are parked in wq: V does not jump past their places, so a
+ * queue served while they are away is served ahead of its time (at most a
+ * slice), and it is charged for that when they are back. */
+static struct sched_queue *slice_begin(struct sched *s, uint64_t now_ns)
+{
+	struct sched_queue *q = queue_of_ent(sched_wf2q_select(&s->wq));
+	if (q)
+		slice_begin_with(s, q, now_ns);
+	return q;
+}
+
+/* ---- dispatch ---- */
+
+struct sched_req *sched_bfq_take(struct sched *s, struct sched_queue *q, int kind,
+				 uint64_t now_ns)
+{
+	struct sched_req *r = queue_head(q);
+	sched_req_start(s, q, r, now_ns);
+	sched_deep_note(s, q);
+	r->charge_bytes = req_is_rw(r) ? r->bytes : 0;
+	if (kind >= 0) {
+		q->stats.injected_ops[kind]++;
+		s->inject_seq++;
+		s->waker_inject_seq += kind == SCHED_INJECT_WAKER;
+	}
+	sched_sync_list_update(s, q);
+	queue_charge(s, q, r->charge_bytes);
+	if (!q->pending) {
+		if (q != s->in_service)
+			sched_wf2q_remove(&s->wq, &q->ent);	/* still counted: in flight */
+		else if (queue_deep(q) && q->last_sync)
+			s->slice.state = SLICE_HOLDING;
+		else if (!sched_idle_worthy(s, q))
+			queue_expire(s, q, SCHED_EXPIRE_EMPTIED, now_ns);
+	}
+	sched_gap_update(s, q);
+	return r;
+}
+
+/* Past its cap the in-service tenant g yields free slots to tenants still
+ * owed service, so one deep tenant cannot fill the store ahead of everyone
+ * (small sync readers behind a streaming writer). The cap is soft: a store
+ * that nobody else is owed is not left idle. */
+static struct sched_req *dispatch_yield(struct sched *s, struct sched_queue *g, uint64_t now_ns)
+{
+	struct sched_queue *o = queue_of_ent(sched_wf2q_peek(&s->wq, WF2Q_ELIGIBLE));
+	if (!o || !sched_bfq_head_fits(s, o, now_ns))
+		return NULL;
+	struct sched_req *r = sched_bfq_take(s, o, -1, now_ns);
+	/* A heavier tenant is owed the store: the lighter one stops adding to
+	 * the queue in front of it (a depth-1 reader of high weight next to a
+	 * deep one of low weight, on a serial store). */
+	if (o->ent.weight > g->ent.weight) {
+		queue_expire(s, g, SCHED_EXPIRE_PREEMPTED, now_ns);
+		slice_begin_with(s, o, now_ns);
+	}
+	return r;
+}
+
+static struct sched_req *bfq_dispatch(struct sched *s, uint64_t now_ns)
+{
+	struct sched_queue *g = s->in_service;
+	if (g && slice_over(s, g, now_ns))
+		g = NULL;
+	if (!g)
+		g = slice_begin(s, now_ns);
+	if (!g)
+		return NULL;
+	if (!g->pending)
+		return sched_inject(s, g, now_ns);
+	bool fits = sched_bfq_head_fits(s, g, now_ns);
+	if (!fits || g->inflight >= sched_bfq_cap(s, g)) {
+		struct sched_req *r = dispatch_yield(s, g, now_ns);
+		if (r)
+			return r;
+	}
+	if (g->inflight >= sched_bfq_cap(s, g) && sched_gap_guarded(s, g))
+		return NULL;
+	return fits ? sched_bfq_take(s, g, -1, now_ns) : NULL;
+}
+
+/* ---- arrivals, completions, timers ---- */
+
+static void bfq_enqueue(struct sched *s, struct sched_queue *q, struct sched_req *r,
+			uint64_t now_ns)
+{
+	bool back = q->depth == QUEUE_AWAY;
+	if (back)
+		sched_away_return(s, q);
+	sched_list_add_tail(&q->reqs, &r->link);
+	if (q->pending > 1)
+		return;
+	sched_gap_update(s, q);
+	sched_sync_list_update(s, q);
+	if (q == s->in_service) {
+		sched_slice_serve(s, now_ns);
+		return;
+	}
+	queue_activate(s, q, back);
+	/* A heavier tenant that is owed service does not wait for a lighter
+	 * one's slice to end (BFQ's preemption on weight). */
+	struct sched_queue *g = s->in_service;
+	if (g && q->ent.weight > g->ent.weight && !sched_wf2q_before(s->wq.vtime, q->ent.start_vt))
+		queue_expire(s, g, SCHED_EXPIRE_PREEMPTED, now_ns);
+}
+
+static void bfq_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
+{
+	struct sched_queue *q = r->queue;
+	uint64_t share_ns = sched_req_finish(s, r, now_ns);
+	bool cycle_slowed = sched_learn_cycle(s, q, r, now_ns);
+	if (sched_req_settle(s, q, r, now_ns))
+		sched_deep_emptied(s, q, now_ns);
+	sched_gap_update(s, q);
+	queue_charge(s, q, time_charge_extra(s, q, r, share_ns));
+	sched_learn_inject_limit(s, q, r, cycle_slowed, now_ns);
+	sched_bfq_weight_drop(s, q);
+	if (q == s->in_service && !queue_busy(q)) {
+		if (sched_idle_worthy(s, q))
+			sched_idle_begin(s, q, now_ns);
+		else
+			queue_expire(s, q, SCHED_EXPIRE_EMPTIED, now_ns);
+		return;
+	}
+	sched_queue_free_if_done(s, q);
+}
+
+static uint64_t bfq_next_deadline(const struct sched *s)
+{
+	uint64_t d = sched_away_deadline(s);
+	const struct sched_queue *g = s->in_service;
+	uint64_t g_ns = SCHED_DEADLINE_NONE;
+	if (!g)
+		return d;
+	if (s->slice.state == SLICE_IDLING)
+		g_ns = s->slice.idle_deadline_ns;
+	else if (g->pending)
+		g_ns = s->slice.start_ns + s->p.budget_timeout_ns;
+	return g_ns < d ? g_ns : d;
+}
+
+static void bfq_timer(struct sched *s, uint64_t now_ns)
+{
+	sched_away_timer(s, now_ns);
+	if (s->in_service)
+		slice_over(s, s->in_service, now_ns);
+}
+
+static void bfq_detach(struct sched *s, struct sched_queue *q)
+{
+	sched_away_detach(s, q);
+	/* No clock here: an idle window ends where it started, not counted. */
+	if (q == s->in_service && !queue_busy(q))
+		queue_expire(s, q, SCHED_EXPIRE_EMPTIED,
+			     s->slice.state == SLICE_IDLING ? s->slice.idle_start_ns
+							    : s->slice.start_ns);
+	else
+		sched_queue_free_if_done(s, q);
+}
+
+const struct sched_policy_ops sched_bfq_ops = {
+	.enqueue = bfq_enqueue,
+	.dispatch = bfq_dispatch,
+	.complete = bfq_complete,
+	.next_deadline = bfq_next_deadline,
+	.timer = bfq_timer,
+	.detach = bfq_detach,
+};

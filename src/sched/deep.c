@@ -1,0 +1,126 @@
+/* BFQ for deep tenants: a sync tenant with a good part of its share of the
+ * dispatch depth in flight. When its queue in the daemon runs dry it is not
+ * done: its callers are busy with completions (a FUSE round trip, a caller
+ * thread waiting for a CPU) and will be back. So
+ *   in service, it keeps the store (holding, bfq.c) while its requests are
+ *     at the store, and others are let in only as far as they are owed;
+ *   out of service, it is in a gap, and while the gapped weigh at least as
+ *     much as a tenant, that tenant gets nothing beyond its share;
+ *   with every request back, it is away for away_window_ns: it keeps its
+ *     weight and its place in virtual time.
+ * Only sync tenants: holding for writeback would make small readers wait for
+ * a streaming writer's whole backlog at the store. */
+#include "sched_internal.h"
+
+/* Every change of q->depth, so that gap_wsum stays the gapped queues' sum. */
+static void deep_set(struct sched *s, struct sched_queue *q, enum queue_depth d)
+{
+	if (q->depth == QUEUE_IN_GAP)
+		s->gap_wsum -= q->ent.weight;
+	if (d == QUEUE_IN_GAP)
+		s->gap_wsum += q->ent.weight;
+	q->depth = d;
+}
+
+void sched_deep_note(struct sched *s, struct sched_queue *q)
+{
+	if (q->depth == QUEUE_SHALLOW && q->last_sync && s->p.hold_depth_pct &&
+	    q->inflight >= s->p.hold_min_inflight &&
+	    (uint64_t)q->inflight * 100 >= (uint64_t)sched_bfq_cap(s, q) * s->p.hold_depth_pct)
+		deep_set(s, q, QUEUE_DEEP);
+}
+
+/* ---- the gap ---- */
+
+/* Deep tenants in a gap, at least as heavy together as the tenant q that
+ * would use it: the in-service tenant's cap stays hard and over-served
+ * tenants get nothing beyond their share, or the gap would go to them. A
+ * lighter tenant's gap does not hold back a heavier one: its share is kept
+ * by virtual time. */
+bool sched_gap_guarded(const struct sched *s, const struct sched_queue *q)
+{
+	return s->gap_wsum && s->gap_wsum >= q->ent.weight;
+}
+
+void sched_gap_update(struct sched *s, struct sched_queue *q)
+{
+	bool want = queue_deep(q) && !q->pending && q->inflight && q != s->in_service;
+	if (want && q->depth == QUEUE_DEEP)
+		deep_set(s, q, QUEUE_IN_GAP);
+	else if (!want && q->depth == QUEUE_IN_GAP)
+		deep_set(s, q, QUEUE_DEEP);
+}
+
+/* ---- away ----
+ *
+ * A deep tenant whose every request is back with its callers (the whole
+ * batch completed and was replied to; its callers have not sent the next
+ * yet, or wait for a CPU on a loaded host) is still saturating, not idle:
+ * for away_window_ns it keeps its weight in the sum and its place in
+ * virtual time (parked in wq), and V does not jump past that place, so what
+ * others are served meanwhile is charged against their share, not against
+ * its; none runs more than a slice ahead of it (sched_wf2q_early_ok).
+ * Without the kept place a light tenant takes the heavy one's share in every
+ * such gap, and on a loaded host there are several per millisecond; without
+ * the bound on running ahead, one stall past the window wipes out all that
+ * the others were ahead. */
+
+static void away_begin(struct sched *s, struct sched_queue *q, uint64_t now_ns)
+{
+	/* The in-service queue is parked when its slice ends (queue_expire):
+	 * its finish is settled only then. */
+	if (q != s->in_service)
+		sched_wf2q_park(&s->wq, &q->ent);
+	deep_set(s, q, QUEUE_AWAY);
+	q->away_until_ns = now_ns + s->p.away_window_ns;
+	sched_list_add_tail(&s->away_queues, &q->away_link);
+}
+
+void sched_deep_emptied(struct sched *s, struct sched_queue *q, uint64_t now_ns)
+{
+	if (queue_deep(q) && s->p.away_window_ns && !q->detached)
+		away_begin(s, q, now_ns);
+	else
+		deep_set(s, q, QUEUE_SHALLOW);
+}
+
+static void away_leave(struct sched *s, struct sched_queue *q, enum queue_depth d)
+{
+	sched_list_remove(&q->away_link);
+	deep_set(s, q, d);
+	sched_wf2q_remove(&s->wq, &q->ent);
+}
+
+void sched_away_return(struct sched *s, struct sched_queue *q)
+{
+	away_leave(s, q, QUEUE_DEEP);
+}
+
+void sched_away_detach(struct sched *s, struct sched_queue *q)
+{
+	if (q->depth != QUEUE_AWAY)
+		return;
+	away_leave(s, q, QUEUE_SHALLOW);
+	sched_bfq_weight_drop(s, q);
+}
+
+/* The list is in away_until_ns order: one window for everyone. A queue
+ * whose window passed is idle after all, and loses its place as any emptied
+ * queue does. */
+void sched_away_timer(struct sched *s, uint64_t now_ns)
+{
+	struct sched_queue *q;
+	while ((q = sched_list_first_entry(&s->away_queues, struct sched_queue, away_link)) &&
+	       q->away_until_ns <= now_ns) {
+		away_leave(s, q, QUEUE_SHALLOW);
+		sched_bfq_weight_drop(s, q);
+		sched_queue_free_if_done(s, q);
+	}
+}
+
+uint64_t sched_away_deadline(const struct sched *s)
+{
+	const struct sched_queue *q =
+		sched_list_first_entry(&s->away_queues, const struct sched_queue, away_link);
+	return q ? q->away_until_ns : SCHED_DEADLINE_NONE;
+}

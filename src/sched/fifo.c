@@ -1,0 +1,53 @@
+/* The fifo policy, the baseline bfq is measured against: every request in
+ * arrival order, whoever sent it, limited only by max_inflight. No slices,
+ * no idling, no timers; requests are charged their bytes. */
+#include "sched_internal.h"
+
+static void fifo_enqueue(struct sched *s, struct sched_queue *q, struct sched_req *r,
+			 uint64_t now_ns)
+{
+	(void)q;
+	(void)now_ns;
+	sched_list_add_tail(&s->fifo_reqs, &r->link);
+}
+
+static struct sched_req *fifo_dispatch(struct sched *s, uint64_t now_ns)
+{
+	struct sched_req *r = sched_list_first_entry(&s->fifo_reqs, struct sched_req, link);
+	if (!r)
+		return NULL;
+	struct sched_queue *q = r->queue;
+	sched_req_start(s, q, r, now_ns);
+	r->charge_bytes = r->bytes;
+	q->stats.charged_bytes += r->bytes;
+	return r;
+}
+
+static void fifo_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
+{
+	struct sched_queue *q = r->queue;
+	sched_req_finish(s, r, now_ns);
+	sched_req_settle(s, q, r, now_ns);
+	sched_queue_free_if_done(s, q);
+}
+
+static uint64_t fifo_next_deadline(const struct sched *s)
+{
+	(void)s;
+	return SCHED_DEADLINE_NONE;
+}
+
+static void fifo_timer(struct sched *s, uint64_t now_ns)
+{
+	(void)s;
+	(void)now_ns;
+}
+
+const struct sched_policy_ops sched_fifo_ops = {
+	.enqueue = fifo_enqueue,
+	.dispatch = fifo_dispatch,
+	.complete = fifo_complete,
+	.next_deadline = fifo_next_deadline,
+	.timer = fifo_timer,
+	.detach = sched_queue_free_if_done,
+};

@@ -1,0 +1,288 @@
+/* What the scheduler learns from requests as they come and go: a queue's
+ * think time, its waker, its seekiness, its cycle and injection limit, and
+ * the store's rate. Every estimate is computed from the now_ns values passed
+ * in; nothing here decides, the policy reads these. */
+#include "sched_internal.h"
+
+#define NS_PER_S 1000000000ull
+
+/* 7/8 old, 1/8 new: the EWMA of think times and seekiness. */
+static uint64_t ewma8(uint64_t avg, uint64_t sample)
+{
+	return (avg * 7 + sample) / 8;
+}
+
+/* ---- think time ---- */
+
+static void think_learn(struct sched *s, struct sched_queue *q, uint64_t now_ns)
+{
+	struct queue_think *t = &q->think;
+	if (!t->completed)
+		return;
+	uint64_t think = now_ns - t->last_complete_ns;
+	t->think_ns = t->samples ? ewma8(t->think_ns, think) : think;
+	t->samples++;
+	if (q->cycle.open && !q->cycle.shared && s->dispatch_seq == q->cycle.dispatch_seq) {
+		t->alone_ns = t->alone_samples ? ewma8(t->alone_ns, think) : think;
+		t->alone_samples++;
+	}
+}
+
+/* ---- wakers ----
+ *
+ * A waker is a tenant whose completion keeps preceding q's arrivals: the
+ * journal thread that a dsync writer waits on. Injected first while q is
+ * idled for, it brings q back. */
+
+/* The tenant whose completion preceded q's arrival most closely, within
+ * gap_ns; *waker_hit: q's known waker was among the recent completers. */
+static const struct recent_completion *
+recent_completer(const struct sched *s, const struct sched_queue *q, uint64_t gap_ns,
+		 uint64_t now_ns, bool *cand_hit, bool *waker_hit)
+{
+	const struct recent_completion *newest = NULL;
+	*cand_hit = *waker_hit = false;
+	for (uint32_t i = 0; i < RECENT_COMPLETIONS; i++) {
+		const struct recent_completion *c = &s->recent[i];
+		if (!c->at_ns || c->tenant_id == q->tenant_id || now_ns - c->at_ns > gap_ns)
+			continue;
+		*cand_hit |= q->waker.cand_hits && c->tenant_id == q->waker.cand_id;
+		*waker_hit |= q->waker.known && c->tenant_id == q->waker.id;
+		if (!newest || newest->at_ns < c->at_ns)
+			newest = c;
+	}
+	return newest;
+}
+
+static void waker_detect(struct sched *s, struct sched_queue *q, uint64_t now_ns)
+{
+	struct queue_waker *w = &q->waker;
+	/* The gap scales with the tenant's own think time: a tenant that
+	 * thinks 20 us is not woken by a completion 1 ms ago, and a busy
+	 * neighbour that completes all the time must not look like a waker. */
+	uint64_t gap = s->p.waker_gap_ns;
+	if (q->think.samples && q->think.think_ns / 2 < gap)
+		gap = q->think.think_ns / 2;
+	bool cand_hit, waker_hit;
+	const struct recent_completion *newest =
+		recent_completer(s, q, gap, now_ns, &cand_hit, &waker_hit);
+	if (w->known) {	/* a waker that stopped waking is forgotten */
+		w->misses = waker_hit ? 0 : w->misses + 1;
+		if (w->misses >= s->p.waker_hits)
+			w->known = false;
+	}
+	if (cand_hit && now_ns - w->cand_first_ns <= s->p.waker_window_ns) {
+		w->cand_hits++;
+	} else if (newest) {
+		w->cand_id = newest->tenant_id;
+		w->cand_hits = 1;
+		w->cand_first_ns = now_ns;
+	} else {
+		w->cand_hits = 0;
+		return;
+	}
+	if (w->cand_hits >= s->p.waker_hits &&
+	    (w->cand_id != w->spurned_id || now_ns >= w->spurned_until_ns)) {
+		w->known = true;
+		w->id = w->cand_id;
+		w->misses = 0;
+	}
+}
+
+void sched_learn_arrival(struct sched *s, struct sched_queue *q, uint64_t now_ns)
+{
+	if (queue_busy(q)) {
+		q->cycle.open = false;	/* more than one at a time: no think-time cycle */
+		return;
+	}
+	think_learn(s, q, now_ns);
+	waker_detect(s, q, now_ns);
+}
+
+/* ---- seekiness ---- */
+
+void sched_learn_seek(struct sched *s, struct sched_queue *q, const struct sched_req *r)
+{
+	if (!r->bytes || !req_is_rw(r))
+		return;
+	uint64_t end = q->seek.last_end_offset;
+	uint64_t dist = r->offset > end ? r->offset - end : end - r->offset;
+	uint32_t seek = dist > s->p.seek_distance_bytes ? 1024u : 0u;
+	q->seek.score = (uint32_t)ewma8(q->seek.score, seek);
+	q->seek.last_end_offset = r->offset + r->bytes;
+}
+
+/* ---- the store's rate ---- */
+
+/* The slot rate (one request's bytes per second) converts store time into
+ * bytes for requests charged by time; the peak rate sizes the largest budget
+ * to what the store moves in budget_timeout_ns. */
+static void rate_learn(struct sched *s, const struct sched_req *r, uint64_t now_ns)
+{
+	struct store_rate *st = &s->rate;
+	uint64_t svc_ns = now_ns - r->dispatch_ns;
+	if (r->bytes && req_is_rw(r) && svc_ns) {
+		uint64_t one = r->bytes * NS_PER_S / svc_ns;
+		/* rise quickly, never fall: the store's capability, not its load */
+		if (one > st->slot_bytes_per_s)
+			st->slot_bytes_per_s += (one - st->slot_bytes_per_s) / 8 + 1;
+	}
+	if (!st->window_start_ns || now_ns < st->window_start_ns) {
+		st->window_start_ns = now_ns;
+		st->window_bytes = 0;
+	}
+	st->window_bytes += r->bytes;
+	uint64_t span = now_ns - st->window_start_ns;
+	if (span < s->p.peak_window_ns)
+		return;
+	uint64_t rate = st->window_bytes * NS_PER_S / span;
+	if (rate > st->peak_bytes_per_s) {
+		st->peak_bytes_per_s += (rate - st->peak_bytes_per_s) / 2 + 1;
+		uint64_t mb = st->peak_bytes_per_s / 1000 * (s->p.budget_timeout_ns / 1000) / 1000;
+		if (mb < s->p.budget_min_bytes)
+			mb = s->p.budget_min_bytes;
+		st->max_budget_bytes = mb > s->p.budget_max_bytes ? s->p.budget_max_bytes : mb;
+	}
+	st->window_start_ns = now_ns;
+	st->window_bytes = 0;
+}
+
+void sched_learn_completion(struct sched *s, struct sched_queue *q, const struct sched_req *r,
+			    uint64_t now_ns)
+{
+	q->think.last_complete_ns = now_ns;
+	q->think.completed = true;
+	s->recent[s->recent_next] = (struct recent_completion){ q->tenant_id, now_ns };
+	s->recent_next = (s->recent_next + 1) % RECENT_COMPLETIONS;
+	rate_learn(s, r, now_ns);
+}
+
+/* ---- cycles ----
+ *
+ * A tenant that issues one request at a time, waits, thinks and issues the
+ * next, runs at one request per cycle. When the cycles in which others were
+ * injected take longer than inject_slowdown_pct of its cycles alone, the
+ * injection limit halves and a waker injected in them is forgotten, however
+ * fast its requests were served: through FUSE on a host with few cores, a
+ * deep reader injected next to a depth-1 one leaves the store's service
+ * time unchanged and slows the depth-1 reader many times over through the
+ * CPU its callers wait for. A cycle alone needs the others' requests gone,
+ * so every quiet_every_ns the tenant runs quiet cycles with nobody injected
+ * until the store has drained and one cycle was alone (at most
+ * QUIET_CYCLES). */
+#define QUIET_CYCLES 8
+
+/* Down fast, up slowly: a cycle alone is stretched by whatever else the host
+ * runs, never shortened. */
+static void cycle_alone_learn(struct queue_cycle *c, uint64_t cycle_ns)
+{
+	if (!c->alone_ns || cycle_ns < c->alone_ns)
+		c->alone_ns = c->alone_ns ? (c->alone_ns + cycle_ns) / 2 : cycle_ns;
+	else
+		c->alone_ns += (cycle_ns - c->alone_ns) / 16;
+}
+
+static void quiet_maybe_start(struct sched *s, struct sched_queue *q, uint64_t now_ns)
+{
+	struct queue_cycle *c = &q->cycle;
+	if (c->open && !c->quiet_left && s->nbusy > 1 && s->p.quiet_every_ns &&
+	    (!c->quiet_start_ns || now_ns - c->quiet_start_ns >= s->p.quiet_every_ns)) {
+		c->quiet_left = QUIET_CYCLES;
+		c->quiet_start_ns = now_ns ? now_ns : 1;
+	}
+}
+
+/* A slowed cycle: a real waker brings the tenant back sooner, so the waker
+ * injected in it is a busy neighbour whose completions happen to precede its
+ * requests; and the injection limit halves. */
+static void cycle_slowed(struct sched *s, struct sched_queue *q, bool waker_injected,
+			 uint64_t now_ns)
+{
+	if (waker_injected && q->waker.known) {
+		q->waker.known = false;
+		q->waker.spurned_id = q->waker.id;
+		q->waker.spurned_until_ns = now_ns + s->p.waker_window_ns;
+	}
+	if (q->inject.limit) {
+		q->inject.limit /= 2;
+		if (!q->inject.limit)
+			q->inject.limit_zero_ns = now_ns;
+	}
+}
+
+bool sched_learn_cycle(struct sched *s, struct sched_queue *q, const struct sched_req *r,
+		       uint64_t now_ns)
+{
+	struct queue_cycle *c = &q->cycle;
+	bool open = c->open && q->think.completed;
+	uint64_t cycle_ns = now_ns - q->think.last_complete_ns;
+	bool alone = s->dispatch_seq == c->dispatch_seq + 1 && !r->others_inflight && !c->shared;
+	bool injected = s->inject_seq != c->inject_seq;
+	bool waker_injected = s->waker_inject_seq != c->waker_inject_seq;
+	c->open = !queue_busy(q);
+	c->shared = s->inflight > q->inflight;
+	c->dispatch_seq = s->dispatch_seq;
+	c->inject_seq = s->inject_seq;
+	c->waker_inject_seq = s->waker_inject_seq;
+	if (c->quiet_left)
+		c->quiet_left = alone && open ? 0 : c->quiet_left - 1;
+	if (!open || q != s->in_service)
+		return false;
+	quiet_maybe_start(s, q, now_ns);
+	if (alone) {
+		cycle_alone_learn(c, cycle_ns);
+		return false;
+	}
+	if (!injected || !c->alone_ns || cycle_ns * 100 <= c->alone_ns * s->p.inject_slowdown_pct)
+		return false;
+	cycle_slowed(s, q, waker_injected, now_ns);
+	return true;
+}
+
+/* ---- injection limit ----
+ *
+ * Injection is worth it while the idled tenant's requests do not take
+ * longer than inject_slowdown_pct of their service time alone. */
+
+void sched_learn_inject_limit(struct sched *s, struct sched_queue *q, const struct sched_req *r,
+			      bool cycle_was_slowed, uint64_t now_ns)
+{
+	struct queue_inject *in = &q->inject;
+	uint64_t svc_ns = now_ns - r->dispatch_ns;
+	if (!r->others_inflight) {
+		in->svc_alone_ns = in->svc_alone_ns ? (in->svc_alone_ns * 3 + svc_ns) / 4 : svc_ns;
+		return;
+	}
+	/* A tenant that never runs alone takes its fastest as the baseline. */
+	if (!in->svc_samples++ || svc_ns < in->svc_min_ns)
+		in->svc_min_ns = svc_ns;
+	if (!in->svc_alone_ns && in->svc_samples >= 16)
+		in->svc_alone_ns = in->svc_min_ns;
+	if (!in->svc_alone_ns || cycle_was_slowed)
+		return;
+	if (svc_ns * 100 <= in->svc_alone_ns * s->p.inject_slowdown_pct) {
+		if (r->others_inflight >= in->limit)
+			in->limit = r->others_inflight + 1 < s->p.max_inflight
+					    ? r->others_inflight + 1 : s->p.max_inflight - 1;
+		return;
+	}
+	/* Slowed with k others in flight: at most k - 1 may be injected. More
+	 * than the limit in flight means the others had the store in their own
+	 * right, which says nothing about injection. */
+	if (r->others_inflight > in->limit)
+		return;
+	in->limit = r->others_inflight - 1;
+	if (!in->limit)
+		in->limit_zero_ns = now_ns;
+}
+
+/* A limit of 0 is tried again at 1 every inject_reprobe_ns: what slowed the
+ * tenant may be gone. Unknown service time alone: no general injection. */
+uint32_t sched_inject_limit(struct sched *s, struct sched_queue *g, uint64_t now_ns)
+{
+	struct queue_inject *in = &g->inject;
+	if (in->svc_alone_ns && !in->limit && now_ns - in->limit_zero_ns >= s->p.inject_reprobe_ns)
+		in->limit = 1;
+	uint32_t limit = in->svc_alone_ns ? in->limit : 0;
+	return limit > s->p.max_inflight - 1 ? s->p.max_inflight - 1 : limit;
+}

@@ -1,0 +1,386 @@
+/* What the files of src/sched share; not for the rest of the tree.
+ *
+ *   sched.c   public entry points, queue lifecycle, the accounting every
+ *             policy does per request, the store share sum
+ *   table.c   the tenant table (tenant id -> queue)
+ *   policy:   chosen at sched_new as a struct sched_policy_ops
+ *     bfq.c   BFQ: slices, budgets, charging, the dispatch depth, dispatch
+ *     idle.c  BFQ while the queue in service cannot use the store:
+ *             idling for it, injecting others
+ *     deep.c  BFQ for deep tenants: holding the store, the gap guard, away
+ *     fifo.c  the baseline: arrival order, only max_inflight
+ *   learn.c   what is learned from arrivals and completions: think time,
+ *             wakers, the store's rate, seekiness, cycles, injection limits
+ *   wf2q.c    virtual time and the eligibility heaps (wf2q.h)
+ *   list.h    the intrusive list
+ *
+ * One clock. The scheduler is pure: no syscalls, no threads, and it never
+ * reads a clock. The only time it knows is the now_ns its caller passes in;
+ * anything timed (windows, deadlines, EWMAs) is computed from those values,
+ * and a call without now_ns (sched_queue_remove) uses times it already has.
+ *
+ * Glossary
+ *   queue          one tenant's requests and everything learned about it.
+ *   busy           a queue with requests queued (pending) or at the store
+ *                  (in flight).
+ *   service        bytes charged to a queue: the bytes it read or wrote, or,
+ *                  for requests charged by time (barriers, other ops, seeky
+ *                  queues), its share of the store's time at the slot rate.
+ *   virtual time   V, in bytes * WF2Q_SCALE / weight: each queue has a start
+ *                  and a finish tag in it and the eligible queue with the
+ *                  smallest finish is served next (B-WF2Q+, wf2q.h). V moves
+ *                  by service / sum of the busy queues' weights.
+ *   slice          the time one queue is in service: its requests go first.
+ *   budget         service a slice may use before it ends; learned per queue
+ *                  from why its slices end (budget_feedback).
+ *   cap            a queue's share of the dispatch depth (max_inflight) by
+ *                  weight; past it the queue in service yields free slots.
+ *   think time     from the completion that left a queue empty to its next
+ *                  arrival: how long its callers take to come back.
+ *   idle window    time the store is kept for the queue in service after it
+ *                  ran empty, waiting for its next request instead of handing
+ *                  the store to others (think time * idle_think_pct).
+ *   injection      letting another queue's request in while the one in
+ *                  service cannot use the store (idling or holding).
+ *   injection limit  how many others' requests may be at the store while a
+ *                  queue is idled for, learned from its service time.
+ *   barrier        fsync, fdatasync or a small sync write: short, and what
+ *                  journal-style writers wait on; injected first.
+ *   waker          the tenant whose completions keep preceding a queue's
+ *                  arrivals: a journal thread that a dsync writer waits on.
+ *   cycle          a depth-1 queue's completion to its next completion
+ *                  (think time plus service); "alone" when nobody else was
+ *                  at the store meanwhile.
+ *   quiet cycles   a few cycles with nobody injected, run every
+ *                  quiet_every_ns to measure the cycle alone again.
+ *   deep           a sync queue that has had hold_depth_pct of its cap in
+ *                  flight since it went busy: its queue running dry means
+ *                  its callers are busy with completions, not that it is done.
+ *   holding        keeping the store for a deep queue in service whose queue
+ *                  ran dry while its requests are at the store.
+ *   gap            a deep queue out of service in that state; while deep
+ *                  queues are in a gap, others get no more than they are owed.
+ *   away           a deep queue all of whose requests came back: for
+ *                  away_window_ns it keeps its weight and its place in V.
+ *   store share    the store time a request had as its own: the time it was
+ *                  in flight, each moment divided by the requests in flight.
+ */
+#ifndef FUSESCHED_SCHED_INTERNAL_H
+#define FUSESCHED_SCHED_INTERNAL_H
+
+#include "fusesched/sched.h"
+#include "list.h"
+#include "wf2q.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fraction bits of the store share sum: a 32-deep store's 1/32 of a
+ * nanosecond is kept, and the sum wraps only after 2^48 ns (78 hours),
+ * which unsigned differences survive anyway. */
+#define STORE_SHARE_SHIFT 16
+/* Completions remembered for waker detection. */
+#define RECENT_COMPLETIONS 4u
+
+/* ---- per queue ---- */
+
+/* A queue's state as a deep one (deep.c, which keeps sched.gap_wsum along
+ * with it). SHALLOW is every queue that is not deep. */
+enum queue_depth {
+	QUEUE_SHALLOW,
+	QUEUE_DEEP,	/* deep, neither in a gap nor away */
+	QUEUE_IN_GAP,	/* deep, out of service, nothing queued, requests in flight */
+	QUEUE_AWAY,	/* deep, nothing queued or in flight: on sched.away_queues */
+};
+
+/* The current or next slice. */
+struct queue_slice {
+	uint64_t budget_bytes;		/* service the next slice may use */
+	uint64_t service_bytes;		/* service charged in the current slice */
+};
+
+/* Think time (learn.c), EWMA over 8 samples. */
+struct queue_think {
+	bool completed;			/* a completion was seen: last_complete_ns is valid */
+	uint64_t last_complete_ns;
+	uint64_t think_ns;
+	uint32_t samples;
+	/* Only the think times after which nobody else had been dispatched:
+	 * others' load stretches its callers' think time (a shared CPU). */
+	uint64_t alone_ns;
+	uint32_t alone_samples;
+};
+
+/* Cycles of a queue with one request at a time (learn.c). Through FUSE the
+ * others' requests slow such a tenant mostly in the CPU its callers need
+ * between requests, which service time alone does not show. */
+struct queue_cycle {
+	bool open;			/* its last completion emptied it: a cycle runs */
+	bool shared;			/* others had requests in flight at that completion */
+	/* The scheduler's counters at that completion: what happened since. */
+	uint64_t dispatch_seq, inject_seq, waker_inject_seq;
+	uint64_t alone_ns;		/* cycle with the store to itself, 0: never seen */
+	uint32_t quiet_left;		/* quiet cycles still to run, nobody injected */
+	uint64_t quiet_start_ns;	/* when the last quiet cycles began, 0: never */
+};
+
+/* Service time of its requests, for the injection limit (learn.c). */
+struct queue_inject {
+	uint64_t svc_alone_ns;		/* with nothing else in flight, 0: unknown */
+	uint64_t svc_min_ns;		/* fastest with others in flight ... */
+	uint32_t svc_samples;		/* ... of this many */
+	uint32_t limit;			/* others' requests that may be in flight */
+	uint64_t limit_zero_ns;		/* when the limit last dropped to 0 */
+};
+
+/* Waker detection (learn.c). */
+struct queue_waker {
+	bool known;			/* id is its waker */
+	uint64_t id;			/* tenant id */
+	uint32_t misses;		/* arrivals since the waker last preceded one */
+	uint64_t cand_id;		/* candidate: the latest recent completer */
+	uint32_t cand_hits;		/* arrivals it preceded, 0: no candidate */
+	uint64_t cand_first_ns;
+	uint64_t spurned_id;		/* a waker dropped because, injected, it slowed q ... */
+	uint64_t spurned_until_ns;	/* ... is not taken back before this */
+};
+
+/* Seekiness (learn.c). */
+struct queue_seek {
+	uint64_t last_end_offset;	/* where its last read or write ended */
+	uint32_t score;			/* 0..1024, EWMA over 8 of "was a seek" */
+};
+
+/* For sched_queue_stats. */
+struct queue_counters {
+	uint64_t served_ops, served_bytes, charged_bytes;
+	uint64_t idle_windows, idle_ns;
+	uint64_t injected_ops[SCHED_INJECT_NR];
+	uint64_t expirations[SCHED_EXPIRE_NR];
+};
+
+struct sched_queue {
+	struct wf2q_entity ent;		/* weight and place in virtual time */
+	uint64_t tenant_id;
+	struct sched_queue *table_next;	/* tenant table chain */
+	struct sched_link all_link;	/* sched.all_queues */
+	struct sched_link sync_link;	/* sched.sync_queues, while its head is a barrier */
+	struct sched_link away_link;	/* sched.away_queues, while QUEUE_AWAY */
+	struct sched_link reqs;		/* queued requests, arrival order (bfq) */
+	uint32_t pending, inflight;
+	bool weighed;			/* its weight counts in wq.wsum */
+	bool detached;			/* sched_queue_remove'd: freed when done */
+	bool last_sync;			/* its latest arrival was sync */
+	enum queue_depth depth;
+	uint64_t away_until_ns;		/* while QUEUE_AWAY */
+
+	struct queue_slice slice;
+	struct queue_think think;
+	struct queue_cycle cycle;
+	struct queue_inject inject;
+	struct queue_waker waker;
+	struct queue_seek seek;
+	struct queue_counters stats;
+};
+
+/* ---- the scheduler ---- */
+
+/* What the in-service queue is doing with the store. */
+enum slice_state {
+	SLICE_SERVING,	/* dispatching its own requests (also: none in service) */
+	SLICE_IDLING,	/* ran empty: the store waits for it until idle_deadline_ns */
+	SLICE_HOLDING,	/* deep, ran empty with its requests at the store */
+};
+
+/* The in-service queue's slice. */
+struct slice {
+	enum slice_state state;
+	uint64_t start_ns;			/* for budget_timeout_ns */
+	uint64_t idle_start_ns, idle_deadline_ns;	/* while SLICE_IDLING */
+};
+
+/* The store's rate as learned from completions (learn.c). */
+struct store_rate {
+	uint64_t peak_bytes_per_s;	/* the whole store, over peak_window_ns */
+	uint64_t slot_bytes_per_s;	/* one request: converts store time to bytes */
+	uint64_t window_start_ns, window_bytes;
+	uint64_t max_budget_bytes;	/* what a slice can use in budget_timeout_ns */
+};
+
+struct recent_completion {
+	uint64_t tenant_id, at_ns;
+};
+
+struct tenant_table {
+	struct sched_queue **buckets;
+	size_t nbuckets, nqueues;
+};
+
+struct sched_policy_ops;
+
+struct sched {
+	struct sched_params p;
+	const struct sched_policy_ops *ops;
+	struct tenant_table tenants;
+	struct sched_link all_queues;	/* every queue, detached ones until freed */
+	size_t nqueues_alloc;		/* on all_queues: wq has room for them */
+	uint64_t next_queue_id;
+
+	uint32_t inflight, pending;
+	uint32_t nbusy;			/* busy queues */
+	uint32_t nmulti;		/* queues with 2+ requests queued or in flight */
+	uint32_t async_inflight;
+	uint64_t last_sync_ns;		/* last sync arrival, 0: none yet */
+	uint64_t dispatch_seq, inject_seq;	/* requests dispatched, injected so far */
+	uint64_t waker_inject_seq;	/* of those injected, as a waker */
+
+	/* Sum over time of (time passed / requests in flight), in ns <<
+	 * STORE_SHARE_SHIFT: a request's store share is its advance over the
+	 * request's flight. */
+	uint64_t store_share, store_share_last_ns;
+
+	struct store_rate rate;
+	struct recent_completion recent[RECENT_COMPLETIONS];
+	uint32_t recent_next;
+
+	/* bfq */
+	struct wf2q wq;			/* queues out of service: busy, or parked away */
+	uint64_t max_finish_vt;		/* largest finish tag given out */
+	struct sched_queue *in_service;	/* NULL: none */
+	struct slice slice;
+	struct sched_link sync_queues;	/* queues whose head request is a barrier */
+	struct sched_link away_queues;	/* QUEUE_AWAY, by away_until_ns */
+	uint64_t gap_wsum;		/* weights of the QUEUE_IN_GAP queues */
+
+	/* fifo */
+	struct sched_link fifo_reqs;	/* every queued request, arrival order */
+};
+
+/* ---- the policy ----
+ *
+ * The public entry points do what every policy does (counting, learning
+ * think times and wakers) and leave the rest to the policy: */
+struct sched_policy_ops {
+	/* r joined q; q->pending and s->pending already count it. */
+	void (*enqueue)(struct sched *s, struct sched_queue *q, struct sched_req *r,
+			uint64_t now_ns);
+	/* The next request for the store, which has a free slot; NULL: none now. */
+	struct sched_req *(*dispatch)(struct sched *s, uint64_t now_ns);
+	/* The store is done with r: all of the completion's bookkeeping, with
+	 * sched_req_finish and sched_req_settle. */
+	void (*complete)(struct sched *s, struct sched_req *r, uint64_t now_ns);
+	uint64_t (*next_deadline)(const struct sched *s);
+	void (*timer)(struct sched *s, uint64_t now_ns);
+	/* q left the tenant table and is marked detached. */
+	void (*detach)(struct sched *s, struct sched_queue *q);
+};
+
+extern const struct sched_policy_ops sched_bfq_ops;
+extern const struct sched_policy_ops sched_fifo_ops;
+
+static inline bool queue_busy(const struct sched_queue *q)
+{
+	return q->pending || q->inflight;
+}
+
+static inline bool queue_deep(const struct sched_queue *q)
+{
+	return q->depth != QUEUE_SHALLOW;
+}
+
+static inline bool req_is_rw(const struct sched_req *r)
+{
+	return r->op == SCHED_OP_READ || r->op == SCHED_OP_WRITE;
+}
+
+static inline struct sched_queue *queue_of_ent(struct wf2q_entity *e)
+{
+	return e ? (struct sched_queue *)((char *)e - offsetof(struct sched_queue, ent)) : NULL;
+}
+
+/* Its oldest queued request (bfq), NULL if none. */
+static inline struct sched_req *queue_head(struct sched_queue *q)
+{
+	return sched_list_first_entry(&q->reqs, struct sched_req, link);
+}
+
+/* sched.c: per request, for every policy. */
+/* q's request r goes to the store (no longer counted as pending). */
+void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r, uint64_t now_ns);
+/* The store gave r back: the counters. Returns r's store share in ns. */
+uint64_t sched_req_finish(struct sched *s, struct sched_req *r, uint64_t now_ns);
+/* After the policy's own learning from the completion, which needs the
+ * state before it: what every policy learns from it (q's completion time,
+ * wakers, the rate) and q's busy count. Returns true when q is no longer
+ * busy. */
+bool sched_req_settle(struct sched *s, struct sched_queue *q, const struct sched_req *r,
+		      uint64_t now_ns);
+/* Frees a detached queue once nothing refers to it any more. */
+void sched_queue_free_if_done(struct sched *s, struct sched_queue *q);
+
+/* table.c */
+int sched_table_init(struct tenant_table *t);
+void sched_table_destroy(struct tenant_table *t);
+struct sched_queue *sched_table_find(const struct tenant_table *t, uint64_t tenant_id);
+/* Room for one more queue first: -ENOMEM. */
+int sched_table_reserve(struct tenant_table *t);
+void sched_table_insert(struct tenant_table *t, struct sched_queue *q);
+void sched_table_remove(struct tenant_table *t, struct sched_queue *q);
+
+/* learn.c */
+/* A request arrives at q, not counted yet: if q was not busy, its think
+ * time and its waker; if it was, it is not one request at a time. */
+void sched_learn_arrival(struct sched *s, struct sched_queue *q, uint64_t now_ns);
+void sched_learn_seek(struct sched *s, struct sched_queue *q, const struct sched_req *r);
+/* q's completion time (think time), tenant and time (wakers), bytes (rate). */
+void sched_learn_completion(struct sched *s, struct sched_queue *q, const struct sched_req *r,
+			    uint64_t now_ns);
+/* Before q's completion time moves. Returns true when q's cycle was slowed
+ * by injection. */
+bool sched_learn_cycle(struct sched *s, struct sched_queue *q, const struct sched_req *r,
+		       uint64_t now_ns);
+void sched_learn_inject_limit(struct sched *s, struct sched_queue *q, const struct sched_req *r,
+			      bool cycle_was_slowed, uint64_t now_ns);
+/* How many others' requests may be at the store while g is idled for. */
+uint32_t sched_inject_limit(struct sched *s, struct sched_queue *g, uint64_t now_ns);
+
+/* bfq.c, for deep.c and idle.c */
+uint32_t sched_bfq_cap(const struct sched *s, const struct sched_queue *q);
+void sched_bfq_weight_drop(struct sched *s, struct sched_queue *q);
+/* Whether q's head request may take a free slot (async depth). */
+bool sched_bfq_head_fits(const struct sched *s, struct sched_queue *q, uint64_t now_ns);
+/* Dispatches q's head request; kind < 0: served in its own right, else the
+ * enum sched_inject rule that let it in. */
+struct sched_req *sched_bfq_take(struct sched *s, struct sched_queue *q, int kind,
+				 uint64_t now_ns);
+
+/* idle.c */
+/* After q's head changed: on sched.sync_queues while its head is a barrier. */
+void sched_sync_list_update(struct sched *s, struct sched_queue *q);
+/* Whether to idle for q, in service and with nothing queued. */
+bool sched_idle_worthy(const struct sched *s, const struct sched_queue *q);
+void sched_idle_begin(struct sched *s, struct sched_queue *q, uint64_t now_ns);
+/* The in-service queue uses the store again, or loses it: no more idling
+ * (counted in its idle_ns) or holding. */
+void sched_slice_serve(struct sched *s, uint64_t now_ns);
+/* g is in service with nothing queued: someone else's request, or NULL. */
+struct sched_req *sched_inject(struct sched *s, struct sched_queue *g, uint64_t now_ns);
+
+/* deep.c */
+/* q just went to the store: deep from now on if it has enough in flight. */
+void sched_deep_note(struct sched *s, struct sched_queue *q);
+/* After q's counts or in-service status changed: in or out of a gap. */
+void sched_gap_update(struct sched *s, struct sched_queue *q);
+bool sched_gap_guarded(const struct sched *s, const struct sched_queue *q);
+/* q ran empty at a completion: away if deep, else shallow again. */
+void sched_deep_emptied(struct sched *s, struct sched_queue *q, uint64_t now_ns);
+/* An away queue gets a request: it is back, still deep. */
+void sched_away_return(struct sched *s, struct sched_queue *q);
+/* The away windows that ended by now_ns. */
+void sched_away_timer(struct sched *s, uint64_t now_ns);
+uint64_t sched_away_deadline(const struct sched *s);
+/* q is detached: an away queue is idle at once. */
+void sched_away_detach(struct sched *s, struct sched_queue *q);
+
+#endif
