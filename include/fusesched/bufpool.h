@@ -10,7 +10,8 @@
  * A request larger than 1 MiB, or one that finds the arena full, gets an
  * ordinary aligned heap buffer instead: slower, never refused.
  *
- * Thread-safe: FUSE workers take write buffers, the reactor read buffers.
+ * Thread-safe: FUSE workers take buffers for the writes they copy in and for
+ * their solo requests, the reactor for the reads it dispatches.
  */
 #ifndef FUSESCHED_BUFPOOL_H
 #define FUSESCHED_BUFPOOL_H

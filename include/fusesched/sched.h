@@ -109,7 +109,7 @@ struct sched_params {
 	uint64_t waker_window_ns;		/* 1 s: hits must fall within this */
 	uint64_t seek_distance_bytes;		/* 128 KiB: farther jumps are seeks */
 	bool charge_seeky_by_time;		/* true: seeky queues pay for time held */
-	uint32_t hold_depth_pct;		/* 50: see below */
+	uint32_t hold_depth_pct;		/* 50: see above */
 	uint32_t hold_min_inflight;		/* 4: ... and at least this many */
 	uint64_t away_window_ns;		/* 20 ms: see above */
 	uint32_t async_depth_pct;		/* 90: async share of max_inflight ... */
@@ -186,6 +186,16 @@ void sched_enqueue(struct sched *s, struct sched_req *r, uint64_t now_ns);
 struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns);
 /* r is returned to the caller. */
 void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns);
+/*
+ * A request that ran without passing through the scheduler, while it had
+ * nothing queued, in flight or timed (it would have dispatched it at once:
+ * the engine's solo requests), from start_ns to end_ns. It is learned from
+ * (think time, seekiness, the store's rate) and counted as served, so the
+ * scheduler knows a lone tenant before others arrive; it takes no slice and
+ * charges no virtual time (a tenant alone is owed nothing and owes nothing).
+ * The caller fills r's first block as for sched_enqueue; r is not kept.
+ */
+void sched_account(struct sched *s, struct sched_req *r, uint64_t start_ns, uint64_t end_ns);
 /* When sched_timer must run next, or SCHED_DEADLINE_NONE. */
 uint64_t sched_next_deadline(const struct sched *s);
 void sched_timer(struct sched *s, uint64_t now_ns);

@@ -68,7 +68,8 @@ struct engine_req {
 	sem_t *held_go;            /* posted by the reactor at dispatch */
 	int held_res;              /* -ENOMEM: the reactor refused it, the worker finishes it */
 	bool scheduled;            /* enqueued: the scheduler holds it until the reactor releases it */
-	bool ran_solo;             /* a worker ran it at once (see take_solo) */
+	bool ran_solo;             /* a worker ran it at once (see take_solo); the scheduler is told */
+	uint64_t end_ns;           /* when it finished: a solo request's account */
 	bool holds_write_room;     /* its payload, copied in, counts in write_bytes_held */
 };
 
@@ -231,23 +232,32 @@ static void release(struct engine *e, struct engine_req *er, uint64_t now)
 /* Set in the reactor thread: the one thread that may call the scheduler. */
 static _Thread_local bool on_reactor;
 
+static void push_quietly(_Atomic(struct engine_req *) *stack, struct engine_req *er);
+
 /*
  * The one end of every request, on whichever thread ran it: counted for its
- * tenant, answered, then given back: released to the scheduler if it was
- * enqueued (by the reactor, which owns the scheduler: other threads hand it
- * over), freed otherwise.
+ * tenant, answered, then given back to the scheduler (by the reactor, which
+ * owns it: other threads hand it over): released if it was enqueued,
+ * accounted if it ran solo (without waking the reactor: it learns of it on
+ * its next round), else freed.
  */
 static void finish(struct engine *e, struct engine_req *er, int res)
 {
 	uint64_t now = now_ns();
 	record_done(e, er, res, now);
 	answer(e, er, res);
-	if (!er->scheduled)
+	er->end_ns = now;
+	if (er->ran_solo) {
+		bufpool_put(e->buffers, er->buf); /* answered: only the account is left */
+		er->buf = NULL;
+		push_quietly(&e->finished, er);
+	} else if (!er->scheduled) {
 		request_free(e, er);
-	else if (on_reactor)
+	} else if (on_reactor) {
 		release(e, er, now);
-	else
+	} else {
 		push_to_reactor(e, &e->finished, er);
+	}
 }
 
 /* ---- worker side ------------------------------------------------------ */
@@ -320,13 +330,18 @@ static void write_room_release(struct engine *e, uint64_t bytes)
  * load of the stacks (all sequentially consistent), so either the pusher sees
  * it asleep or the reactor sees the request before blocking.
  */
-static void push_to_reactor(struct engine *e, _Atomic(struct engine_req *) *stack,
-			    struct engine_req *er)
+static void push_quietly(_Atomic(struct engine_req *) *stack, struct engine_req *er)
 {
 	struct engine_req *head = atomic_load_explicit(stack, memory_order_relaxed);
 	do
 		er->next = head;
 	while (!atomic_compare_exchange_weak(stack, &head, er));
+}
+
+static void push_to_reactor(struct engine *e, _Atomic(struct engine_req *) *stack,
+			    struct engine_req *er)
+{
+	push_quietly(stack, er);
 	if (atomic_load(&e->reactor_asleep) && atomic_exchange(&e->reactor_asleep, false))
 		wake_reactor(e);
 }
@@ -417,8 +432,9 @@ static void run_held_write(struct engine *e, struct engine_req *er, sem_t *go)
  * its request itself, like a plain passthrough. A request that finds it
  * taken goes to the reactor, which closes it: from then on the scheduler
  * orders everything again, until it has nothing left. A solo request is
- * counted in its tenant's stats but never reaches the scheduler: it ran
- * alone, with nobody to be fair to.
+ * counted in its tenant's stats and, once answered, accounted to the
+ * scheduler (sched_account): it ran alone, with nobody to be fair to, but
+ * the scheduler learns the tenant's think time and the store's rate from it.
  */
 static bool take_solo(struct engine *e, const struct datapath_req *r)
 {
@@ -503,6 +519,13 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->fallocate_mode = r->fallocate_mode;
 	er->tenant = tenant_of(e, r);
 	er->submit_ns = now_ns();
+	er->sched.op = sched_op_of(r->op);
+	/* A fallocate's length is not bytes moved: it would inflate the learned rate. */
+	er->sched.bytes = r->op == DATAPATH_FALLOCATE ? 0 : er->size_bytes;
+	er->sched.offset = r->offset_bytes;
+	er->sched.sync = r->op != DATAPATH_WRITE || r->file->sync_writes || r->file->direct;
+	if (r->op == DATAPATH_WRITE && r->pid == 0)
+		er->sched.sync = false; /* writeback: nobody waits on it directly */
 	if (take_solo(e, r)) {
 		run_solo(e, er, r->write_data);
 		return;
@@ -528,12 +551,6 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 		}
 		memcpy(er->buf, r->write_data, r->size_bytes);
 	}
-	er->sched.op = sched_op_of(r->op);
-	er->sched.bytes = r->size_bytes;
-	er->sched.offset = r->offset_bytes;
-	er->sched.sync = r->op != DATAPATH_WRITE || r->file->sync_writes || r->file->direct;
-	if (r->op == DATAPATH_WRITE && r->pid == 0)
-		er->sched.sync = false; /* writeback: nobody waits on it directly */
 	push_to_reactor(e, &e->handoff, er);
 	if (held)
 		run_held_write(e, er, &go);
@@ -736,28 +753,52 @@ static void on_completion(struct engine *e, struct engine_req *er, int res)
 	finish(e, er, res);
 }
 
-/* Scheduled requests other threads finished (and answered): the scheduler learns of them. */
+static struct sched_queue *queue_of(struct engine *e, uint32_t tenant);
+
+/* A solo request, answered already: the scheduler learns from it (sched_account). */
+static void account_solo(struct engine *e, struct engine_req *er)
+{
+	er->sched.queue = queue_of(e, er->tenant);
+	if (er->sched.queue)
+		sched_account(e->sched, &er->sched, er->submit_ns, er->end_ns);
+	request_free(e, er);
+}
+
+/* A stack's requests, oldest first (it is newest first). */
+static struct engine_req *take_in_order(_Atomic(struct engine_req *) *stack)
+{
+	struct engine_req *newest = atomic_exchange_explicit(stack, NULL, memory_order_acquire);
+	struct engine_req *oldest = NULL;
+	while (newest) {
+		struct engine_req *next = newest->next;
+		newest->next = oldest;
+		oldest = newest;
+		newest = next;
+	}
+	return oldest;
+}
+
+/*
+ * Requests other threads finished (and answered), in the order they
+ * finished: the scheduler learns of them (a lone tenant's think times come
+ * from one solo request's end to the next one's start).
+ */
 static void take_finished(struct engine *e, uint64_t now)
 {
-	struct engine_req *er = atomic_exchange_explicit(&e->finished, NULL, memory_order_acquire);
+	struct engine_req *er = take_in_order(&e->finished);
 	while (er) {
 		struct engine_req *next = er->next;
-		release(e, er, now);
+		if (er->ran_solo)
+			account_solo(e, er);
+		else
+			release(e, er, now);
 		er = next;
 	}
 }
 
 static void take_handoff(struct engine *e, uint64_t now)
 {
-	struct engine_req *stack = atomic_exchange_explicit(&e->handoff, NULL, memory_order_acquire);
-	/* The stack is newest first: reverse it to keep arrival order. */
-	struct engine_req *fifo = NULL;
-	while (stack) {
-		struct engine_req *next = stack->next;
-		stack->next = fifo;
-		fifo = stack;
-		stack = next;
-	}
+	struct engine_req *fifo = take_in_order(&e->handoff);
 	while (fifo) {
 		struct engine_req *er = fifo;
 		fifo = er->next;
