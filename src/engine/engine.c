@@ -597,7 +597,8 @@ static void arm_wake_read(struct engine *e)
 	io_uring_sqe_set_data64(sqe, WAKE_TAG);
 }
 
-static struct sched_queue *queue_of(struct engine *e, uint32_t tenant)
+/* The scheduler's queue of a tenant, made on its first request. */
+static struct sched_queue *tenant_queue(struct engine *e, uint32_t tenant)
 {
 	if (tenant >= e->slot_count) {
 		uint32_t count = e->slot_count ? e->slot_count : 64;
@@ -753,12 +754,10 @@ static void on_completion(struct engine *e, struct engine_req *er, int res)
 	finish(e, er, res);
 }
 
-static struct sched_queue *queue_of(struct engine *e, uint32_t tenant);
-
 /* A solo request, answered already: the scheduler learns from it (sched_account). */
 static void account_solo(struct engine *e, struct engine_req *er)
 {
-	er->sched.queue = queue_of(e, er->tenant);
+	er->sched.queue = tenant_queue(e, er->tenant);
 	if (er->sched.queue)
 		sched_account(e->sched, &er->sched, er->submit_ns, er->end_ns);
 	request_free(e, er);
@@ -802,7 +801,7 @@ static void take_handoff(struct engine *e, uint64_t now)
 	while (fifo) {
 		struct engine_req *er = fifo;
 		fifo = er->next;
-		er->sched.queue = queue_of(e, er->tenant);
+		er->sched.queue = tenant_queue(e, er->tenant);
 		if (!er->sched.queue) {
 			if (er->held_go) {
 				er->held_res = -ENOMEM; /* its worker finishes it */
