@@ -4,6 +4,7 @@
 #include "fusesched/daemon.h"
 #include "fusesched/engine.h"
 #include "fusesched/fs.h"
+#include "fusesched/mountinfo.h"
 #include "fusesched/stats.h"
 #include "fusesched/tenant.h"
 
@@ -14,6 +15,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,68 @@ static int append_fuse_opt(struct daemon_options *o, const char *opt, char *err,
 /* Distinct cgroups served at once; more share the default tenant. */
 #define DAEMON_MAX_TENANTS 4096u
 
+#define OPT_FIELD(member) offsetof(struct daemon_options, member), \
+	sizeof(((struct daemon_options *)0)->member)
+#define OPT_FLAG(member, value) OPT_FIELD(member), value
+#define OPT_FILE(member) OPT_FIELD(member), false
+
+const struct daemon_mount_opt daemon_mount_opts[] = {
+	{"config", "FILE", "-c FILE", OPT_FILE(config_path),
+	 "scheduler and tenant configuration (INI)"},
+	{"foreground", NULL, "-f", OPT_FLAG(foreground, true),
+	 "stay in the foreground (default: daemonize)"},
+	{"dev", NULL, NULL, OPT_FLAG(allow_devices, true),
+	 "device nodes can be opened, not only created"},
+	{"nodev", NULL, NULL, OPT_FLAG(allow_devices, false),
+	 "device nodes can be created but not opened (default)"},
+	{"nodevnodes", NULL, NULL, OPT_FLAG(refuse_device_nodes, true),
+	 "refuse creating device nodes (EPERM)"},
+	{"noacl", NULL, NULL, OPT_FLAG(no_posix_acl, true),
+	 "report no POSIX ACLs, check mode bits only: faster ls -l"},
+	{"suid", NULL, NULL, OPT_FLAG(allow_suid, true),
+	 "honour setuid bits"},
+	{"nosuid", NULL, NULL, OPT_FLAG(allow_suid, false),
+	 "ignore setuid bits (default)"},
+	{"writeback_cache", NULL, NULL, OPT_FLAG(writeback_cache, true),
+	 "kernel write caching; flushes charged to the opener"},
+	{"uring_only", NULL, NULL, OPT_FLAG(uring_only, true),
+	 "every data request through io_uring (see README)"},
+	{NULL, NULL, NULL, 0, 0, false, NULL},
+};
+
+/* The table entry OPT ("dev", "config=FILE") names, or NULL; *value is what follows '='. */
+static const struct daemon_mount_opt *find_mount_opt(const char *opt, const char **value)
+{
+	for (const struct daemon_mount_opt *m = daemon_mount_opts; m->name; m++) {
+		size_t len = strlen(m->name);
+		if (strncmp(opt, m->name, len) != 0)
+			continue;
+		if (!m->arg && opt[len] == '\0')
+			return m;
+		if (m->arg && opt[len] == '=') {
+			*value = opt + len + 1;
+			return m;
+		}
+	}
+	return NULL;
+}
+
+static int set_mount_opt(struct daemon_options *o, const struct daemon_mount_opt *m,
+			 const char *value, char *err, unsigned long err_bytes)
+{
+	char *field = (char *)o + m->field;
+	if (!m->arg) {
+		*(bool *)field = m->value;
+		return 0;
+	}
+	if (!value[0] || strlen(value) >= m->field_bytes) {
+		snprintf(err, err_bytes, "mount option '%s=' needs a file name", m->name);
+		return -1;
+	}
+	strcpy(field, value);
+	return 0;
+}
+
 int daemon_parse_mount_opts(struct daemon_options *o, const char *opts, char *err,
 			    unsigned long err_bytes)
 {
@@ -54,34 +118,12 @@ int daemon_parse_mount_opts(struct daemon_options *o, const char *opts, char *er
 	char *save = NULL;
 	for (char *opt = strtok_r(copy, ",", &save); opt && r == 0;
 	     opt = strtok_r(NULL, ",", &save)) {
-		if (strncmp(opt, "config=", 7) == 0) {
-			if (!opt[7] || strlen(opt + 7) >= sizeof(o->config_path)) {
-				snprintf(err, err_bytes, "mount option 'config=' needs a file name");
-				r = -1;
-			} else {
-				strcpy(o->config_path, opt + 7);
-			}
-		} else if (strcmp(opt, "dev") == 0) {
-			o->allow_devices = true;
-		} else if (strcmp(opt, "nodev") == 0) {
-			o->allow_devices = false;
-		} else if (strcmp(opt, "noacl") == 0) {
-			o->no_posix_acl = true;
-		} else if (strcmp(opt, "nodevnodes") == 0) {
-			o->refuse_device_nodes = true;
-		} else if (strcmp(opt, "suid") == 0) {
-			o->allow_suid = true;
-		} else if (strcmp(opt, "nosuid") == 0) {
-			o->allow_suid = false;
-		} else if (strcmp(opt, "foreground") == 0) {
-			o->foreground = true;
-		} else if (strcmp(opt, "writeback_cache") == 0) {
-			o->writeback_cache = true;
-		} else if (strcmp(opt, "uring_only") == 0) {
-			o->uring_only = true;
-		} else if (opt[0]) {
+		const char *value = NULL;
+		const struct daemon_mount_opt *m = find_mount_opt(opt, &value);
+		if (m)
+			r = set_mount_opt(o, m, value, err, err_bytes);
+		else if (opt[0])
 			r = append_fuse_opt(o, opt, err, err_bytes);
-		}
 	}
 	free(copy);
 	return r;
@@ -97,23 +139,10 @@ static bool is_mount_point(const char *path)
 	size_t cap = 0;
 	bool found = false;
 	while (!found && getline(&line, &cap, f) > 0) {
-		char mnt[PATH_MAX];
+		char mnt[PATH_MAX], decoded[PATH_MAX];
 		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
 			continue;
-		/* Undo the octal escapes (\040 for space) mountinfo uses. */
-		char decoded[PATH_MAX];
-		size_t j = 0;
-		for (size_t i = 0; mnt[i] && j + 1 < sizeof(decoded); i++) {
-			if (mnt[i] == '\\' && mnt[i + 1] >= '0' && mnt[i + 1] <= '7' &&
-			    mnt[i + 2] && mnt[i + 3]) {
-				decoded[j++] = (char)strtol((char[]){mnt[i + 1], mnt[i + 2], mnt[i + 3], 0},
-							    NULL, 8);
-				i += 3;
-			} else {
-				decoded[j++] = mnt[i];
-			}
-		}
-		decoded[j] = '\0';
+		mountinfo_unescape(decoded, sizeof(decoded), mnt, strlen(mnt));
 		found = strcmp(decoded, path) == 0;
 	}
 	free(line);
@@ -291,40 +320,6 @@ static void daemon_log(const struct daemon_reload *d, int priority, const char *
 	va_end(ap);
 }
 
-/* Appends KEY to the comma-separated LIST. */
-static void note_deferred(char *list, size_t list_bytes, const char *key)
-{
-	size_t used = strlen(list);
-	snprintf(list + used, list_bytes - used, "%s%s", used ? "," : "", key);
-}
-
-/*
- * The engine and the socket were built from the mount-time config; only the
- * tenant side (weights, rules, hierarchy, TTL) changes live. The rest is
- * named in the reply instead of being silently ignored.
- */
-static void find_deferred(const struct config *old, const struct config *new, char *list,
-			  size_t list_bytes)
-{
-	const struct config_scheduler *a = &old->scheduler, *b = &new->scheduler;
-	if (a->policy != b->policy)
-		note_deferred(list, list_bytes, "scheduler.policy");
-	if (a->max_inflight != b->max_inflight)
-		note_deferred(list, list_bytes, "scheduler.max_inflight");
-	if (a->idle_mode != b->idle_mode || (a->idle_mode == CONFIG_IDLE_FIXED && a->idle_us != b->idle_us))
-		note_deferred(list, list_bytes, "scheduler.idle");
-	if (a->budget_timeout_ms != b->budget_timeout_ms)
-		note_deferred(list, list_bytes, "scheduler.budget_timeout_ms");
-	if (a->busy_poll_us != b->busy_poll_us)
-		note_deferred(list, list_bytes, "scheduler.busy_poll_us");
-	const struct config_control *c = &old->control, *d = &new->control;
-	if (!!c->socket_path != !!d->socket_path ||
-	    (c->socket_path && strcmp(c->socket_path, d->socket_path) != 0))
-		note_deferred(list, list_bytes, "control.socket");
-	if (!!c->group != !!d->group || (c->group && strcmp(c->group, d->group) != 0))
-		note_deferred(list, list_bytes, "control.group");
-}
-
 /* The control server's reload: re-read the file, apply it whole or not at all. */
 static int daemon_reload_config(void *ctx, struct ctl_reload_result *res)
 {
@@ -346,7 +341,8 @@ static int daemon_reload_config(void *ctx, struct ctl_reload_result *res)
 	if (r < 0) {
 		daemon_log(d, LOG_ERR, "reload failed, running config kept: %s", res->error);
 	} else {
-		find_deferred(d->mounted, cfg, res->deferred, sizeof(res->deferred));
+		/* What only a new mount applies is named, not silently ignored. */
+		config_list_mount_time_changes(d->mounted, cfg, res->deferred, sizeof(res->deferred));
 		daemon_log(d, LOG_INFO, "reloaded %s%s%s", d->config_path,
 			   res->deferred[0] ? "; takes effect at next mount: " : "", res->deferred);
 	}

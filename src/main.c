@@ -7,6 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The daemon's own -o options, from the table their parser reads. */
+static void print_mount_opts(FILE *out)
+{
+	for (const struct daemon_mount_opt *m = daemon_mount_opts; m->name; m++) {
+		char usage[64];
+		snprintf(usage, sizeof(usage), "%s%s-o %s%s%s", m->alias ? m->alias : "",
+			 m->alias ? ", " : "", m->name, m->arg ? "=" : "", m->arg ? m->arg : "");
+		fprintf(out, "  %-24s %s\n", usage, m->help);
+	}
+}
+
 static void print_usage(FILE *out)
 {
 	fprintf(out,
@@ -19,17 +30,10 @@ static void print_usage(FILE *out)
 		"  fusesched version\n"
 		"  fusesched --help\n"
 		"\n"
-		"mount options:\n"
-		"  -c FILE, -o config=FILE  scheduler and tenant configuration (INI)\n"
-		"  -f, -o foreground        stay in the foreground (default: daemonize)\n"
+		"mount options:\n");
+	print_mount_opts(out);
+	fprintf(out,
 		"  -d                       trace every FUSE request (implies -f)\n"
-		"  -o dev                   device nodes can be opened (default nodev: created\n"
-		"                           by callers with CAP_MKNOD, but not opened)\n"
-		"  -o nodevnodes            refuse creating device nodes (EPERM)\n"
-		"  -o noacl                 report no POSIX ACLs, check mode bits only: faster ls -l\n"
-		"  -o suid                  honour setuid bits (default nosuid)\n"
-		"  -o writeback_cache       kernel write caching; flushes charged to the opener\n"
-		"  -o uring_only            every data request through io_uring (see README)\n"
 		"  -o OPT                   other options go to FUSE (e.g. ro)\n"
 		"\n"
 		"stat options (no MOUNTPOINT: every fusesched mount):\n"

@@ -105,6 +105,15 @@ void config_free(struct config *cfg);
  * `fusesched check-config` shows).  Returns 0 or -EIO. */
 int config_print(const struct config *cfg, FILE *out);
 
+/* The keys a reload cannot apply (the daemon builds its engine and control
+ * socket from them at mount) whose values differ between MOUNTED and
+ * RELOADED: "section.key" each, comma-separated, into LIST (LIST_LEN bytes,
+ * NUL-terminated, cut short if it does not fit).  Every other key applies
+ * at reload. */
+void config_list_mount_time_changes(const struct config *mounted,
+				    const struct config *reloaded,
+				    char *list, size_t list_len);
+
 /* Names of enum values, as written in the file. */
 const char *config_policy_name(enum config_policy policy);
 const char *config_hierarchy_name(enum config_hierarchy hierarchy);

@@ -6,6 +6,7 @@
 #define FUSESCHED_DAEMON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define DAEMON_MAX_FUSE_OPTS 1024
 
@@ -25,10 +26,26 @@ struct daemon_options {
 };
 
 /*
- * Splits one -o argument: the daemon's own keys (config=, dev, nodev, suid,
- * nosuid, foreground, writeback_cache, uring_only) go into o, the rest is
- * appended to o->fuse_opts. Returns 0, or -1
- * with a message in err.
+ * One of the daemon's own -o options. The parser and the --help text both
+ * read daemon_mount_opts, so an option cannot be parsed yet undocumented.
+ */
+struct daemon_mount_opt {
+	const char *name;     /* as written after -o */
+	const char *arg;      /* NULL: a flag; else name=ARG, a file name (help's word for it) */
+	const char *alias;    /* the command-line option doing the same ("-f"), or NULL */
+	size_t field;         /* offsetof(struct daemon_options, ...): a bool, or name=ARG's array */
+	size_t field_bytes;
+	bool value;           /* what a flag sets its bool to */
+	const char *help;     /* one line for --help */
+};
+
+/* In --help order; a NULL name ends it. */
+extern const struct daemon_mount_opt daemon_mount_opts[];
+
+/*
+ * Splits one -o argument: the daemon's own options (daemon_mount_opts) go
+ * into o, the rest is appended to o->fuse_opts. Returns 0, or -1 with a
+ * message in err.
  */
 int daemon_parse_mount_opts(struct daemon_options *o, const char *opts, char *err,
 			    unsigned long err_bytes);

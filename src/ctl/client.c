@@ -1,5 +1,6 @@
 /* `fusesched stat` and `fusesched reload`: find the mounts, ask their daemons, print. */
 #include "fusesched/ctl.h"
+#include "fusesched/mountinfo.h"
 #include "ctl_internal.h"
 
 #include <errno.h>
@@ -27,22 +28,6 @@ struct ctl_mount {
 	char source[PATH_MAX];
 };
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape_octal(const char *in, char *out, size_t out_bytes)
-{
-	size_t j = 0;
-	for (size_t i = 0; in[i] && j + 1 < out_bytes; i++) {
-		if (in[i] == '\\' && in[i + 1] >= '0' && in[i + 1] <= '3' && in[i + 2] >= '0' &&
-		    in[i + 2] <= '7' && in[i + 3] >= '0' && in[i + 3] <= '7') {
-			out[j++] = (char)((in[i + 1] - '0') * 64 + (in[i + 2] - '0') * 8 + (in[i + 3] - '0'));
-			i += 3;
-		} else {
-			out[j++] = in[i];
-		}
-	}
-	out[j] = '\0';
-}
-
 /* Every fuse.fusesched mount visible here, in mount order. Returns the count or -errno. */
 static int ctl_mounts_list(struct ctl_mount **out)
 {
@@ -66,8 +51,8 @@ static int ctl_mounts_list(struct ctl_mount **out)
 		if (!grown)
 			break;
 		list = grown;
-		unescape_octal(mnt, list[n].mnt, sizeof(list[n].mnt));
-		unescape_octal(source, list[n].source, sizeof(list[n].source));
+		mountinfo_unescape(list[n].mnt, sizeof(list[n].mnt), mnt, strlen(mnt));
+		mountinfo_unescape(list[n].source, sizeof(list[n].source), source, strlen(source));
 		n++;
 	}
 	free(line);

@@ -3,13 +3,10 @@
 #define FUSESCHED_CTL_INTERNAL_H
 
 #include <json-c/json.h>
-#include <stdint.h>
 
 #define CTL_NS_PER_S 1000000000ull
 
 /* One line, no newlines inside, '/' unescaped (paths stay readable). */
 #define CTL_JSON_FLAGS (JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
-
-uint64_t ctl_now_ns(void);
 
 #endif

@@ -6,6 +6,7 @@
  * memory, never more, and never slows the others.
  */
 #include "fusesched/ctl.h"
+#include "fusesched/clock.h"
 #include "fusesched/stats.h"
 #include "fusesched/tenant.h"
 #include "ctl_internal.h"
@@ -23,7 +24,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #define CTL_MAX_CLIENTS 64
@@ -34,13 +34,6 @@
 #define CTL_SAMPLE_NS CTL_NS_PER_S
 /* How long a new daemon waits for the daemon of a just-unmounted mount to give up the socket. */
 #define CTL_BIND_WAIT_MS 3000u
-
-uint64_t ctl_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * CTL_NS_PER_S + (uint64_t)ts.tv_nsec;
-}
 
 /* Cumulative counters of one tenant at a sample time, for per-interval rates. */
 struct ctl_sample {
@@ -252,7 +245,7 @@ int ctl_server_new(const struct ctl_server_params *p, struct ctl_server **out, c
 	s->reload = p->reload;
 	s->reload_ctx = p->reload_ctx;
 	s->max_tenants = stats_max_tenants(p->stats);
-	s->start_ns = s->older_ns = s->newer_ns = ctl_now_ns();
+	s->start_ns = s->older_ns = s->newer_ns = clock_now_ns();
 	s->mountpoint = dup_or_empty(p->mountpoint);
 	s->backing = dup_or_empty(p->backing);
 	s->policy = dup_or_empty(p->policy);
@@ -759,7 +752,7 @@ static void ctl_on_signal(struct ctl_server *s)
 static void *ctl_server_main(void *arg)
 {
 	struct ctl_server *s = arg;
-	uint64_t next_sample_ns = ctl_now_ns() + CTL_SAMPLE_NS;
+	uint64_t next_sample_ns = clock_now_ns() + CTL_SAMPLE_NS;
 	for (;;) {
 		struct pollfd pfd[3 + CTL_MAX_CLIENTS];
 		pfd[0] = (struct pollfd){.fd = s->stop_fd, .events = POLLIN};
@@ -772,13 +765,13 @@ static void *ctl_server_main(void *arg)
 				ev |= POLLIN;
 			pfd[3 + i] = (struct pollfd){.fd = c->fd, .events = ev};
 		}
-		uint64_t now = ctl_now_ns();
+		uint64_t now = clock_now_ns();
 		int timeout_ms = now >= next_sample_ns ? 0
 						       : (int)((next_sample_ns - now) / 1000000u) + 1;
 		int n = poll(pfd, 3 + s->client_count, timeout_ms);
 		if (n < 0 && errno != EINTR)
 			break;
-		now = ctl_now_ns();
+		now = clock_now_ns();
 		if (pfd[0].revents)
 			break;
 		if (pfd[2].revents)

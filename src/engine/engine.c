@@ -1,6 +1,7 @@
 /* The io_uring engine: one reactor thread owning the ring and the scheduler. */
 #include "fusesched/engine.h"
 #include "fusesched/bufpool.h"
+#include "fusesched/clock.h"
 #include "fusesched/personality.h"
 #include "fusesched/stats.h"
 #include "fusesched/tenant.h"
@@ -126,12 +127,6 @@ struct engine {
 	uint64_t wait_avg_ns;          /* moving average of waits with requests at the store */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 void engine_params_default(struct engine_params *p)
 {
@@ -243,7 +238,7 @@ static void push_quietly(_Atomic(struct engine_req *) *stack, struct engine_req 
  */
 static void finish(struct engine *e, struct engine_req *er, int res)
 {
-	uint64_t now = now_ns();
+	uint64_t now = clock_now_ns();
 	record_done(e, er, res, now);
 	answer(e, er, res);
 	er->end_ns = now;
@@ -296,7 +291,7 @@ static uint32_t tenant_of(struct engine *e, const struct datapath_req *r)
 {
 	if (r->pid == 0)
 		return r->file->opener_tenant;
-	uint32_t id = tenant_resolve(e->tenants, r->pid, now_ns());
+	uint32_t id = tenant_resolve(e->tenants, r->pid, clock_now_ns());
 	return id == TENANT_ID_DEFAULT ? r->file->opener_tenant : id;
 }
 
@@ -518,7 +513,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->copy_flags = r->copy_flags;
 	er->fallocate_mode = r->fallocate_mode;
 	er->tenant = tenant_of(e, r);
-	er->submit_ns = now_ns();
+	er->submit_ns = clock_now_ns();
 	er->sched.op = sched_op_of(r->op);
 	/* A fallocate's length is not bytes moved: it would inflate the learned rate. */
 	er->sched.bytes = r->op == DATAPATH_FALLOCATE ? 0 : er->size_bytes;
@@ -566,7 +561,7 @@ static int engine_file_opened(struct datapath *dp, struct datapath_file *f)
 		return id;
 	}
 	f->ring_personality = (uint16_t)id;
-	f->opener_tenant = tenant_resolve(e->tenants, f->opener_pid, now_ns());
+	f->opener_tenant = tenant_resolve(e->tenants, f->opener_pid, clock_now_ns());
 	tenant_hold(e->tenants, f->opener_tenant);
 	return 0;
 }
@@ -926,7 +921,7 @@ static bool busy_poll(struct engine *e, uint64_t now, uint64_t deadline)
 	io_uring_submit(&e->ring);
 	uint64_t until = now + e->params.busy_poll_ns < deadline ? now + e->params.busy_poll_ns
 								 : deadline;
-	for (uint64_t t = now; t < until; t = now_ns()) {
+	for (uint64_t t = now; t < until; t = clock_now_ns()) {
 		if (work_arrived(e)) {
 			note_wait(e, t - now);
 			return true;
@@ -973,7 +968,7 @@ static void wait_for_events(struct engine *e, uint64_t now)
 	}
 	atomic_store(&e->reactor_asleep, false);
 	if (store_busy)
-		note_wait(e, now_ns() - now);
+		note_wait(e, clock_now_ns() - now);
 }
 
 static void *reactor_main(void *arg)
@@ -982,7 +977,7 @@ static void *reactor_main(void *arg)
 	on_reactor = true;
 	arm_wake_read(e);
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = clock_now_ns();
 		if (sched_next_deadline(e->sched) <= now)
 			sched_timer(e->sched, now);
 		close_solo(e);

@@ -1,5 +1,6 @@
 /* Pure cgroup helpers: /proc/<pid>/cgroup, mountinfo, rules, weight files. */
 #include "fusesched/tenant.h"
+#include "fusesched/mountinfo.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -112,27 +113,6 @@ blkio:
 	return TENANT_HIER_BLKIO;
 }
 
-/* Copies a mountinfo field, decoding the kernel's \ooo escapes. */
-static void copy_unescaped(char *dst, size_t cap, const char *src, size_t len)
-{
-	size_t o = 0;
-
-	for (size_t i = 0; i < len && o + 1 < cap; i++) {
-		if (src[i] == '\\' && i + 3 < len &&
-		    src[i + 1] >= '0' && src[i + 1] <= '3' &&
-		    src[i + 2] >= '0' && src[i + 2] <= '7' &&
-		    src[i + 3] >= '0' && src[i + 3] <= '7') {
-			dst[o++] = (char)((src[i + 1] - '0') * 64 +
-					  (src[i + 2] - '0') * 8 +
-					  (src[i + 3] - '0'));
-			i += 3;
-		} else {
-			dst[o++] = src[i];
-		}
-	}
-	dst[o] = '\0';
-}
-
 /* Splits the next blank-separated field of [*p, end). */
 static bool next_field(const char **p, const char *end, const char **field,
 		       size_t *len)
@@ -181,12 +161,12 @@ void tenant_parse_mountinfo(const char *text, size_t len,
 		if (ok && fl[3] == 1 && f[3][0] == '/') {
 			if (type_len == 7 && memcmp(type, "cgroup2", 7) == 0 &&
 			    !out->v2[0])
-				copy_unescaped(out->v2, sizeof(out->v2), f[4],
-					       fl[4]);
+				mountinfo_unescape(out->v2, sizeof(out->v2), f[4],
+						   fl[4]);
 			else if (type_len == 6 && memcmp(type, "cgroup", 6) == 0 &&
 				 !out->blkio[0] && list_has(opts, opts_len, "blkio"))
-				copy_unescaped(out->blkio, sizeof(out->blkio),
-					       f[4], fl[4]);
+				mountinfo_unescape(out->blkio, sizeof(out->blkio),
+						   f[4], fl[4]);
 		}
 		p = eol + 1;
 	}

@@ -389,6 +389,47 @@ START_TEST(print_round_trips)
 }
 END_TEST
 
+/* The keys MOUNTED_TEXT -> RELOADED_TEXT changes that only a new mount applies. */
+static void expect_mount_time_changes(const char *mounted_text,
+				      const char *reloaded_text,
+				      const char *expected)
+{
+	struct config *mounted, *reloaded;
+	char err[ERR_LEN], list[512];
+
+	ck_assert_int_eq(load(mounted_text, &mounted, err), 0);
+	ck_assert_int_eq(load(reloaded_text, &reloaded, err), 0);
+	config_list_mount_time_changes(mounted, reloaded, list, sizeof(list));
+	ck_assert_str_eq(list, expected);
+	config_free(mounted);
+	config_free(reloaded);
+}
+
+START_TEST(reload_names_what_waits_for_the_next_mount)
+{
+	/* the tenant side applies at reload */
+	expect_mount_time_changes("",
+		"[scheduler]\ndefault_weight = 50\nhonor_cgroup_weights = no\n"
+		"[tenants]\nhierarchy = v2\ncache_ttl_ms = 5\nretire_idle_ms = 2000\n"
+		"[group \"/a\"]\nweight = 7\n", "");
+	/* the engine's and the socket's keys wait, named in table order */
+	expect_mount_time_changes("",
+		"[scheduler]\npolicy = fifo\nmax_inflight = 8\nidle = off\n"
+		"budget_timeout_ms = 5\nbusy_poll_us = 0\n"
+		"[control]\nsocket = /run/x.sock\ngroup = adm\n",
+		"scheduler.policy,scheduler.max_inflight,scheduler.idle,"
+		"scheduler.budget_timeout_ms,scheduler.busy_poll_us,"
+		"control.socket,control.group");
+	/* the same value spelt differently is no change; a fixed idle window's length is */
+	expect_mount_time_changes("[scheduler]\npolicy = bfq\nidle = 300\n",
+				  "[scheduler]\npolicy = BFQ\nidle = 300\n", "");
+	expect_mount_time_changes("[scheduler]\nidle = 300\n",
+				  "[scheduler]\nidle = 400\n", "scheduler.idle");
+	expect_mount_time_changes("[control]\nsocket = /run/x.sock\n",
+				  "[control]\nsocket = auto\n", "control.socket");
+}
+END_TEST
+
 START_TEST(load_file_errors)
 {
 	struct config *cfg = (struct config *)1;
@@ -446,6 +487,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, binary_garbage);
 	tcase_add_test(tc, indented_key_is_not_a_continuation);
 	tcase_add_test(tc, print_round_trips);
+	tcase_add_test(tc, reload_names_what_waits_for_the_next_mount);
 	tcase_add_test(tc, load_file_errors);
 	tcase_add_test(tc, example_file_parses);
 	suite_add_tcase(s, tc);

@@ -632,8 +632,9 @@ END_TEST
 
 int main(void)
 {
-	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0) {
-		printf("SKIP: needs root and /dev/fuse\n");
+	test_require_root("ctl_socket", "FUSE mounts, other users' credentials");
+	if (access("/dev/fuse", R_OK | W_OK) != 0) {
+		fprintf(stderr, "SKIP: ctl_socket: needs /dev/fuse\n");
 		return 77;
 	}
 	Suite *s = suite_create("ctl_socket");

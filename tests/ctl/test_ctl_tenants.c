@@ -460,9 +460,9 @@ END_TEST
 
 int main(void)
 {
-	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0 ||
-	    access(CG_V2 "/cgroup.procs", W_OK) != 0) {
-		printf("SKIP: needs root, /dev/fuse and cgroup v2 at %s\n", CG_V2);
+	test_require_root("ctl_tenants", "FUSE mounts, cgroups");
+	if (access("/dev/fuse", R_OK | W_OK) != 0 || access(CG_V2 "/cgroup.procs", W_OK) != 0) {
+		fprintf(stderr, "SKIP: ctl_tenants: needs /dev/fuse and cgroup v2 at %s\n", CG_V2);
 		return 77;
 	}
 	Suite *s = suite_create("ctl_tenants");

@@ -400,6 +400,7 @@ static Suite *engine_suite(void)
 
 int main(void)
 {
+	test_require_root("engine_data", "FUSE mounts, a loop device");
 	SRunner *sr = srunner_create(engine_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

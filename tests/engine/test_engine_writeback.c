@@ -83,6 +83,7 @@ static Suite *writeback_suite(void)
 
 int main(void)
 {
+	test_require_root("engine_writeback", "FUSE mounts, cgroups");
 	SRunner *sr = srunner_create(writeback_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

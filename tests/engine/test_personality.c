@@ -3,6 +3,7 @@
  * idle ones bounded, and the ring really acting with them.
  */
 #include "fusesched/personality.h"
+#include "mount_helper.h"
 
 #include <check.h>
 #include <errno.h>
@@ -150,10 +151,7 @@ static Suite *personality_suite(void)
 
 int main(void)
 {
-	if (geteuid() != 0) {
-		fprintf(stderr, "SKIP: registering other users' credentials needs root\n");
-		return 77;
-	}
+	test_require_root("personality", "registers other users' credentials");
 	SRunner *sr = srunner_create(personality_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

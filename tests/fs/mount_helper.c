@@ -20,6 +20,14 @@
 
 #define FUSE_SUPER_MAGIC 0x65735546
 
+void test_require_root(const char *suite, const char *why)
+{
+	if (geteuid() == 0)
+		return;
+	fprintf(stderr, "SKIP: %s: needs root (%s)\n", suite, why);
+	exit(77);
+}
+
 bool test_is_fuse_mount(const char *path)
 {
 	struct statfs sf;

@@ -5,6 +5,14 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+/*
+ * The first thing in main() of a suite that needs root (mounts, cgroups,
+ * loop devices, other users' credentials): run as another user it exits 77,
+ * which CTest reports as skipped (SKIP_RETURN_CODE), after one line on
+ * stderr: "SKIP: SUITE: needs root (WHY)".
+ */
+void test_require_root(const char *suite, const char *why);
+
 struct test_mount {
 	char root[256];       /* temporary directory holding both */
 	char backing[300];

@@ -278,6 +278,7 @@ static Suite *cli_suite(void)
 
 int main(void)
 {
+	test_require_root("cli", "FUSE mounts");
 	SRunner *sr = srunner_create(cli_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

@@ -468,6 +468,7 @@ static Suite *access_suite(void)
 
 int main(void)
 {
+	test_require_root("fs_access", "FUSE mounts, other users' credentials");
 	if (test_sh("command -v setfacl >/dev/null") != 0) {
 		fprintf(stderr, "SKIP: fs_access: setfacl is missing (Debian package acl)\n");
 		return 77;

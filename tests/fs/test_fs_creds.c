@@ -312,6 +312,7 @@ END_TEST
 
 int main(void)
 {
+	test_require_root("fs_creds", "a loop device, FUSE mounts, other users' credentials");
 	char why[200];
 	if (!loop_fs_available(why, sizeof(why))) {
 		printf("SKIP: fs_creds: %s\n", why);

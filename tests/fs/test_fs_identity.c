@@ -295,6 +295,7 @@ static Suite *identity_suite(void)
 
 int main(void)
 {
+	test_require_root("fs_identity", "FUSE mounts, other users' credentials");
 	SRunner *sr = srunner_create(identity_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

@@ -478,6 +478,7 @@ static Suite *inode_suite(void)
 
 int main(void)
 {
+	test_require_root("fs_inode", "tmpfs and bind mounts, opening by file handle");
 	SRunner *sr = srunner_create(inode_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

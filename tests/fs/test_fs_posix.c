@@ -546,6 +546,7 @@ static Suite *posix_suite(void)
 
 int main(void)
 {
+	test_require_root("fs_posix", "FUSE mounts");
 	SRunner *sr = srunner_create(posix_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

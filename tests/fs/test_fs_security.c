@@ -361,6 +361,7 @@ static Suite *security_suite(void)
 
 int main(void)
 {
+	test_require_root("fs_security", "FUSE mounts, other users' credentials");
 	SRunner *sr = srunner_create(security_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

@@ -322,6 +322,7 @@ static Suite *backing_eio_suite(void)
 
 int main(void)
 {
+	test_require_root("faults_backing_eio", "FUSE mounts");
 	SRunner *sr = srunner_create(backing_eio_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

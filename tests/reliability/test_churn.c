@@ -117,6 +117,7 @@ static Suite *churn_suite(void)
 
 int main(void)
 {
+	test_require_root("churn", "FUSE mounts, cgroups");
 	SRunner *sr = srunner_create(churn_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

@@ -203,6 +203,7 @@ static Suite *faults_suite(void)
 
 int main(void)
 {
+	test_require_root("faults", "FUSE mounts");
 	SRunner *sr = srunner_create(faults_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

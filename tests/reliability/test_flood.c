@@ -224,6 +224,7 @@ static Suite *flood_suite(void)
 
 int main(void)
 {
+	test_require_root("flood", "FUSE mounts, cgroups");
 	SRunner *sr = srunner_create(flood_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

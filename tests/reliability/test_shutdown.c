@@ -537,6 +537,7 @@ static Suite *shutdown_suite(void)
 
 int main(void)
 {
+	test_require_root("shutdown", "FUSE mounts, cgroups");
 	SRunner *sr = srunner_create(shutdown_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

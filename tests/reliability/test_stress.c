@@ -84,6 +84,7 @@ static Suite *stress_suite(void)
 
 int main(void)
 {
+	test_require_root("stress", "FUSE mounts");
 	SRunner *sr = srunner_create(stress_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

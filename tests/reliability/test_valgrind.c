@@ -176,6 +176,7 @@ static Suite *valgrind_suite(void)
 
 int main(void)
 {
+	test_require_root("valgrind", "FUSE mounts, cgroups");
 	SRunner *sr = srunner_create(valgrind_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

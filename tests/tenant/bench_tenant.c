@@ -1,21 +1,13 @@
 /* fusesched-bench-tenant: ns per tenant_resolve() on a cache hit (one
  * thread and all CPUs) and on a miss (real /proc reads).  Not a test. */
+#include "fusesched/clock.h"
 #include "fusesched/tenant.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 struct run {
 	struct tenant_table *table;
@@ -29,13 +21,13 @@ struct run {
 static void *run_hits(void *p)
 {
 	struct run *r = p;
-	uint64_t base = now_ns(), start, sum = 0;
+	uint64_t base = clock_now_ns(), start, sum = 0;
 
 	tenant_resolve(r->table, r->pid, base);
-	start = now_ns();
+	start = clock_now_ns();
 	for (long i = 0; i < r->iterations; i++)
 		sum += tenant_resolve(r->table, r->pid, base + (uint64_t)i);
-	r->ns_per_call = (double)(now_ns() - start) / (double)r->iterations;
+	r->ns_per_call = (double)(clock_now_ns() - start) / (double)r->iterations;
 	if (sum == UINT64_MAX)	/* keeps the loop from being optimised away */
 		puts("");
 	return NULL;

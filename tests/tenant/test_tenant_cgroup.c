@@ -1,6 +1,7 @@
 /* Attribution with real cgroups (needs root and the hybrid mounts of
  * these hosts: v2 at /sys/fs/cgroup/unified, v1 blkio at
  * /sys/fs/cgroup/blkio).  Exits 77 (skipped) where they are missing. */
+#include "fusesched/clock.h"
 #include "fusesched/tenant.h"
 #include "mount_helper.h"
 
@@ -12,7 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define V2 "/sys/fs/cgroup/unified"
@@ -91,14 +91,6 @@ static void reap(pid_t pid, int pipe_w)
 	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static struct tenant_table *open_table(const char *cfg_text)
 {
 	char err[256];
@@ -126,7 +118,7 @@ START_TEST(moved_process_is_reattributed)
 	struct tenant_table *table =
 		open_table("[tenants]\ncache_ttl_ms = 100\nretire_idle_ms = 1000\n"
 			   "[group \"/fs-test-*-b\"]\nweight = 700\n");
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = clock_now_ns();
 	uint32_t a, b, ids[4];
 	int pipe_w;
 	pid_t child;
@@ -192,7 +184,7 @@ START_TEST(blkio_weight_is_honoured)
 	table = open_table("[group \"/unrelated\"]\nweight = 5\n");
 	child = spawn_sleeper(&pipe_w);
 	move_pid(BLKIO, group_blk, child);
-	id = tenant_resolve(table, child, mono_ns());
+	id = tenant_resolve(table, child, clock_now_ns());
 	info = info_of(table, id);
 	ck_assert_str_eq(info.path, group_blk);
 	ck_assert_uint_eq(info.weight, 300);
@@ -221,8 +213,9 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
-	if (geteuid() != 0 || access(V2 "/cgroup.procs", W_OK) != 0) {
-		printf("SKIP: needs root and cgroup v2 at %s\n", V2);
+	test_require_root("tenant_real_cgroups", "cgroups");
+	if (access(V2 "/cgroup.procs", W_OK) != 0) {
+		fprintf(stderr, "SKIP: tenant_real_cgroups: needs cgroup v2 at %s\n", V2);
 		return 77;
 	}
 	s = suite_create("tenant_real_cgroups");
