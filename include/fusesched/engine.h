@@ -61,8 +61,8 @@ struct engine_params {
 	/*
 	 * While the scheduler has nothing queued, in flight or timed, one FUSE
 	 * worker at a time runs its read, write, fsync or fdatasync itself
-	 * (counted in stats, then accounted to the scheduler, which learns
-	 * from it): true. false: every request is dispatched by the scheduler.
+	 * (counted in stats and in the scheduler's view of its tenant): true.
+	 * false: every request is dispatched by the scheduler.
 	 */
 	bool solo_requests;
 	/*

@@ -189,13 +189,15 @@ void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns);
 /*
  * A request that ran without passing through the scheduler, while it had
  * nothing queued, in flight or timed (it would have dispatched it at once:
- * the engine's solo requests), from start_ns to end_ns. It is learned from
- * (think time, seekiness, the store's rate) and counted as served, so the
- * scheduler knows a lone tenant before others arrive; it takes no slice and
- * charges no virtual time (a tenant alone is owed nothing and owes nothing).
+ * the engine's solo requests): counted as served, so the scheduler's view
+ * of each tenant covers all its requests. It takes no slice and charges no
+ * virtual time (a tenant alone is owed nothing and owes nothing), and
+ * nothing is learned from it: learning the store's rate or the tenant's
+ * think time from requests timed outside the scheduler moved 8:1 weights
+ * off target on the real mount (HISTORY.md).
  * The caller fills r's first block as for sched_enqueue; r is not kept.
  */
-void sched_account(struct sched *s, struct sched_req *r, uint64_t start_ns, uint64_t end_ns);
+void sched_account(struct sched *s, struct sched_req *r);
 /* When sched_timer must run next, or SCHED_DEADLINE_NONE. */
 uint64_t sched_next_deadline(const struct sched *s);
 void sched_timer(struct sched *s, uint64_t now_ns);

@@ -70,7 +70,6 @@ struct engine_req {
 	int held_res;              /* -ENOMEM: the reactor refused it, the worker finishes it */
 	bool scheduled;            /* enqueued: the scheduler holds it until the reactor releases it */
 	bool ran_solo;             /* a worker ran it at once (see take_solo); the scheduler is told */
-	uint64_t end_ns;           /* when it finished: a solo request's account */
 	bool holds_write_room;     /* its payload, copied in, counts in write_bytes_held */
 };
 
@@ -226,27 +225,50 @@ static void release(struct engine *e, struct engine_req *er, uint64_t now)
 
 /* Set in the reactor thread: the one thread that may call the scheduler. */
 static _Thread_local bool on_reactor;
+/*
+ * The reactor's time for a round of completions, read once when it wakes:
+ * every request it finishes in the round completes at that time, not at
+ * the time its answer is written. Answering a batch takes a while, and the
+ * later answers' requests would be charged for it, and the deepest tenant
+ * has the most of them (charged by time, it would fall below its share).
+ */
+static _Thread_local uint64_t reactor_round_ns;
 
 static void push_quietly(_Atomic(struct engine_req *) *stack, struct engine_req *er);
+static void give_back_solo(struct engine *e);
+
+/*
+ * A solo request's account goes to the reactor (quietly: it learns of it on
+ * its next round), then the token, then the answer: a stopping reactor that
+ * sees the token back has the account, and the caller's next request, sent
+ * once it has the answer, finds the token open.
+ */
+static void finish_solo(struct engine *e, struct engine_req *er, int res)
+{
+	struct engine_req answer_of = *er; /* the account is the reactor's once pushed */
+	er->buf = NULL;
+	push_quietly(&e->finished, er);
+	give_back_solo(e);
+	answer(e, &answer_of, res);
+	bufpool_put(e->buffers, answer_of.buf);
+}
 
 /*
  * The one end of every request, on whichever thread ran it: counted for its
  * tenant, answered, then given back to the scheduler (by the reactor, which
  * owns it: other threads hand it over): released if it was enqueued,
- * accounted if it ran solo (without waking the reactor: it learns of it on
- * its next round), else freed.
+ * accounted if it ran solo (finish_solo), else freed.
  */
 static void finish(struct engine *e, struct engine_req *er, int res)
 {
-	uint64_t now = clock_now_ns();
+	uint64_t now = on_reactor ? reactor_round_ns : clock_now_ns();
 	record_done(e, er, res, now);
-	answer(e, er, res);
-	er->end_ns = now;
 	if (er->ran_solo) {
-		bufpool_put(e->buffers, er->buf); /* answered: only the account is left */
-		er->buf = NULL;
-		push_quietly(&e->finished, er);
-	} else if (!er->scheduled) {
+		finish_solo(e, er, res);
+		return;
+	}
+	answer(e, er, res);
+	if (!er->scheduled) {
 		request_free(e, er);
 	} else if (on_reactor) {
 		release(e, er, now);
@@ -428,8 +450,8 @@ static void run_held_write(struct engine *e, struct engine_req *er, sem_t *go)
  * taken goes to the reactor, which closes it: from then on the scheduler
  * orders everything again, until it has nothing left. A solo request is
  * counted in its tenant's stats and, once answered, accounted to the
- * scheduler (sched_account): it ran alone, with nobody to be fair to, but
- * the scheduler learns the tenant's think time and the store's rate from it.
+ * scheduler (sched_account): it ran alone, with nobody to be fair to, so it
+ * is only counted.
  */
 static bool take_solo(struct engine *e, const struct datapath_req *r)
 {
@@ -489,9 +511,8 @@ static void run_solo(struct engine *e, struct engine_req *er, const void *write_
 	case DATAPATH_COPY_RANGE:
 		break;
 	}
-	give_back_solo(e);
 	er->ran_solo = true;
-	finish(e, er, res);
+	finish(e, er, res); /* gives the token back */
 }
 
 static void engine_submit(struct datapath *dp, const struct datapath_req *r)
@@ -749,15 +770,6 @@ static void on_completion(struct engine *e, struct engine_req *er, int res)
 	finish(e, er, res);
 }
 
-/* A solo request, answered already: the scheduler learns from it (sched_account). */
-static void account_solo(struct engine *e, struct engine_req *er)
-{
-	er->sched.queue = tenant_queue(e, er->tenant);
-	if (er->sched.queue)
-		sched_account(e->sched, &er->sched, er->submit_ns, er->end_ns);
-	request_free(e, er);
-}
-
 /* A stack's requests, oldest first (it is newest first). */
 static struct engine_req *take_in_order(_Atomic(struct engine_req *) *stack)
 {
@@ -772,11 +784,16 @@ static struct engine_req *take_in_order(_Atomic(struct engine_req *) *stack)
 	return oldest;
 }
 
-/*
- * Requests other threads finished (and answered), in the order they
- * finished: the scheduler learns of them (a lone tenant's think times come
- * from one solo request's end to the next one's start).
- */
+/* A solo request: the scheduler counts it for its tenant (sched_account). */
+static void account_solo(struct engine *e, struct engine_req *er)
+{
+	er->sched.queue = tenant_queue(e, er->tenant);
+	if (er->sched.queue)
+		sched_account(e->sched, &er->sched);
+	request_free(e, er);
+}
+
+/* Requests other threads finished (and answered), in the order they finished. */
 static void take_finished(struct engine *e, uint64_t now)
 {
 	struct engine_req *er = take_in_order(&e->finished);
@@ -881,9 +898,12 @@ static void open_solo_if_idle(struct engine *e)
 	atomic_compare_exchange_strong(&e->solo, &closed, SOLO_OPEN);
 }
 
+/* Nothing left anywhere; a worker still holding the solo token has not pushed its account yet. */
 static bool drained(struct engine *e)
 {
-	return atomic_load(&e->handoff) == NULL && atomic_load(&e->finished) == NULL &&
+	int solo = atomic_load(&e->solo);
+	return solo != SOLO_TAKEN && solo != SOLO_CLOSED_TAKEN &&
+	       atomic_load(&e->handoff) == NULL && atomic_load(&e->finished) == NULL &&
 	       sched_pending(e->sched) == 0 &&
 	       sched_inflight(e->sched) == 0 && e->ring_inflight == 0;
 }
@@ -978,6 +998,7 @@ static void *reactor_main(void *arg)
 	arm_wake_read(e);
 	for (;;) {
 		uint64_t now = clock_now_ns();
+		reactor_round_ns = now;
 		if (sched_next_deadline(e->sched) <= now)
 			sched_timer(e->sched, now);
 		close_solo(e);
@@ -992,6 +1013,7 @@ static void *reactor_main(void *arg)
 			break;
 		open_solo_if_idle(e);
 		wait_for_events(e, now);
+		reactor_round_ns = clock_now_ns();
 		unsigned head, seen = 0;
 		struct io_uring_cqe *cqe;
 		io_uring_for_each_cqe(&e->ring, head, cqe) {
@@ -1123,6 +1145,7 @@ int engine_start(struct engine *e)
 	if (!e->buffers_registered)
 		register_buffers(e);
 	e->blocking_stop = false;
+	atomic_store(&e->stopping, false);
 	for (; e->blocking_started < BLOCKING_THREADS; e->blocking_started++) {
 		int r = pthread_create(&e->blocking_threads[e->blocking_started], NULL,
 				       blocking_main, e);

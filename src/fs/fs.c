@@ -168,10 +168,23 @@ int fs_run_as_caller(fuse_req_t req, int (*op)(void *arg), void *arg)
 	return c.group_count ? fs_run_as(&c, op, arg) : r;
 }
 
+/* Capabilities count only in the daemon's user namespace, where the backing filesystem judges. */
+static bool in_daemon_user_namespace(pid_t pid)
+{
+	char path[64], theirs[64] = "", ours[64] = "";
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	ssize_t n = readlink(path, theirs, sizeof(theirs) - 1);
+	ssize_t m = readlink("/proc/self/ns/user", ours, sizeof(ours) - 1);
+	return n > 0 && m > 0 && strcmp(theirs, ours) == 0;
+}
+
 bool fs_caller_has_capability(fuse_req_t req, int capability)
 {
+	pid_t pid = fuse_req_ctx(req)->pid;
+	if (!in_daemon_user_namespace(pid))
+		return false;
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)fuse_req_ctx(req)->pid);
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return false;

@@ -248,15 +248,19 @@ void fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const ch
 }
 
 struct link_args {
-	int fd;
+	char path[FS_PROC_PATH_BYTES];
 	int parent_fd;
 	const char *name;
 };
 
+/*
+ * Through /proc/self/fd: linkat(fd, "", AT_EMPTY_PATH) needs
+ * CAP_DAC_READ_SEARCH, which the caller's credentials do not carry.
+ */
 static int link_op(void *arg)
 {
 	const struct link_args *a = arg;
-	return linkat(a->fd, "", a->parent_fd, a->name, AT_EMPTY_PATH) < 0 ? -errno : 0;
+	return linkat(AT_FDCWD, a->path, a->parent_fd, a->name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
 }
 
 /* As the caller: a new entry may take a directory block, which the root reserve must not give. */
@@ -268,7 +272,8 @@ void fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 	int pfd = fd < 0 ? fd : inode_table_fd_get(fs->inodes, newparent);
 	r = pfd < 0 ? pfd : 0;
 	if (r == 0) {
-		struct link_args a = {fd, pfd, newname};
+		struct link_args a = {.parent_fd = pfd, .name = newname};
+		fs_proc_path(fd, a.path);
 		r = fs_run_as_caller(req, link_op, &a);
 	}
 	if (pfd >= 0)

@@ -179,14 +179,21 @@ void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int flags = backing_flags(fs, fi->flags);
 	struct creds opener;
 	fs_caller_creds(req, true, &opener);
+	/* O_TRUNC by a caller without CAP_FSETID: the backing filesystem may drop the bits itself. */
+	struct stat before;
+	bool had_privs = fs_request_drops_privs() &&
+			 fstatat(node_fd, "", &before, AT_EMPTY_PATH) == 0 &&
+			 fs_mode_has_privs(before.st_mode);
 	int fd = reopen_backing(fs, &opener, node_fd, flags);
 	if (fd < 0) {
 		inode_table_fd_drop(fs->inodes, ino);
 		fuse_reply_err(req, -fd);
 		return;
 	}
-	if (fs_request_drops_privs()) /* O_TRUNC by a caller without CAP_FSETID */
+	if (had_privs) {
 		drop_privs(fs, ino, fd);
+		fs_invalidate_attr(fs, ino); /* whoever dropped them, the kernel's mode is stale */
+	}
 	reply_open(req, ino, fi, fd, flags, &opener);
 }
 
@@ -282,10 +289,13 @@ void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs *fs = fs_of(req);
 	int fd = fs_file_of(fi)->data.fd;
 	int dup_fd = dup(fd);
-	if (dup_fd < 0 && fs_reclaim_fds(fs, -errno))
+	int dup_errno = dup_fd < 0 ? errno : 0;
+	if (dup_fd < 0 && fs_reclaim_fds(fs, -dup_errno)) {
 		dup_fd = dup(fd);
+		dup_errno = dup_fd < 0 ? errno : 0;
+	}
 	/* Still no descriptor: the caller's close has nothing to do with our limit, so it succeeds. */
-	int r = dup_fd < 0 ? (errno == EMFILE || errno == ENFILE ? 0 : errno)
+	int r = dup_fd < 0 ? (dup_errno == EMFILE || dup_errno == ENFILE ? 0 : dup_errno)
 			   : (close(dup_fd) < 0 ? errno : 0);
 	fuse_reply_err(req, r);
 }

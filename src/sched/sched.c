@@ -295,18 +295,11 @@ void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	s->ops->complete(s, r, now_ns);
 }
 
-void sched_account(struct sched *s, struct sched_req *r, uint64_t start_ns, uint64_t end_ns)
+void sched_account(struct sched *s, struct sched_req *r)
 {
-	struct sched_queue *q = r->queue;
-	r->enqueue_ns = r->dispatch_ns = start_ns;
-	r->others_inflight = s->inflight - q->inflight;
-	/* Think time only from a completion before it (another thread's may be told later). */
-	if (!queue_busy(q) && start_ns >= q->think.last_complete_ns)
-		sched_learn_arrival(s, q, start_ns);
-	sched_learn_seek(s, q, r);
-	q->stats.served_ops++;
-	q->stats.served_bytes += r->bytes;
-	sched_learn_completion(s, q, r, end_ns);
+	(void)s; /* the scheduler's state is untouched: only the tenant's counters */
+	r->queue->stats.served_ops++;
+	r->queue->stats.served_bytes += r->bytes;
 }
 
 uint64_t sched_next_deadline(const struct sched *s)

@@ -223,17 +223,13 @@ START_TEST(solo_requests_run_in_the_submitter)
 		solo = tenant_stats(&f).solo_ops;
 	}
 	ck_assert_uint_gt(solo, 0);
-	/* The scheduler learned from them: the store's rate, the tenant's service. */
-	uint64_t peak = 0;
-	uint32_t inflight, max_inflight;
-	for (int waited_ms = 0; peak == 0 && waited_ms < 2000; waited_ms += 10) {
-		for (int i = 0; i < 8; i++) /* the rate is measured over a window of requests */
-			wait_answer(submit(&f, DATAPATH_READ, 0, sizeof(data), NULL));
+	/* The scheduler is told of them: its view (published every 100 ms) counts them. */
+	uint64_t served = 0;
+	for (int waited_ms = 0; served == 0 && waited_ms < 2000; waited_ms += 10) {
 		usleep(10000);
-		stats_read_global(stats, &peak, &inflight, &max_inflight);
+		served = tenant_stats(&f).sched.served_ops;
 	}
-	ck_assert_uint_gt(peak, 0);
-	ck_assert_uint_gt(tenant_stats(&f).sched.served_ops, 0);
+	ck_assert_uint_gt(served, 0);
 	close_file(&f);
 	engine_down();
 }

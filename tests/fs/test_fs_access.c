@@ -300,6 +300,56 @@ START_TEST(cleared_setuid_is_visible_at_once)
 }
 END_TEST
 
+static int truncate_errno(void *path)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
+START_TEST(setuid_cleared_by_a_truncating_open_is_visible_at_once)
+{
+	const char *path = test_mnt_path(&M, "setuid-trunc");
+	int fd = open(path, O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "data", 4), 4);
+	close(fd);
+	ck_assert_int_eq(chmod(path, 04777), 0);
+	ck_assert_int_eq(cached_mode(path), 04777);
+	ck_assert_int_eq(as_user(BOB, truncate_errno, (void *)path), 0);
+	ck_assert_int_eq(cached_mode(path), 0777);
+}
+END_TEST
+
+static int link_errno(void *arg)
+{
+	const char *dir = arg;
+	char from[700], to[700];
+	snprintf(from, sizeof(from), "%s/mine", dir);
+	snprintf(to, sizeof(to), "%s/also-mine", dir);
+	int fd = open(from, O_CREAT | O_WRONLY | O_EXCL, 0644);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	if (link(from, to) < 0)
+		return errno;
+	struct stat a, b;
+	if (stat(from, &a) < 0 || stat(to, &b) < 0)
+		return errno;
+	return a.st_ino == b.st_ino && b.st_nlink == 2 ? 0 : 100;
+}
+
+START_TEST(a_user_makes_hard_links_as_on_ext4)
+{
+	const char *direct = case_dir(false, "links");
+	const char *mounted = case_dir(true, "links");
+	ck_assert_int_eq(as_user(BOB, link_errno, (void *)direct), 0);
+	ck_assert_int_eq(as_user(BOB, link_errno, (void *)mounted), 0);
+}
+END_TEST
+
 static int create_setgid(void *arg)
 {
 	const struct create_args *a = arg;
@@ -449,6 +499,8 @@ static Suite *access_suite(void)
 	tcase_add_test(tc, default_acls_are_inherited_as_on_ext4);
 	tcase_add_test(tc, trusted_names_are_listed_only_to_privileged_callers);
 	tcase_add_test(tc, cleared_setuid_is_visible_at_once);
+	tcase_add_test(tc, setuid_cleared_by_a_truncating_open_is_visible_at_once);
+	tcase_add_test(tc, a_user_makes_hard_links_as_on_ext4);
 	tcase_add_test(tc, setgid_kept_by_a_group_member_as_on_ext4);
 	tcase_add_test(tc, device_nodes_as_on_a_nodev_filesystem);
 	tcase_add_test(tc, unlabelled_files_report_no_selinux_support);
