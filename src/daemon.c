@@ -321,6 +321,30 @@ static void daemon_log(const struct daemon_reload *d, int priority, const char *
 }
 
 /* The control server's reload: re-read the file, apply it whole or not at all. */
+/*
+ * As sshd's StrictModes: a reload applies whatever the file says with the
+ * daemon's authority, so a file that another user could have written is
+ * refused. 0, or -EPERM with the reason in err.
+ */
+static int config_file_trusted(const char *path, char *err, size_t err_bytes)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return 0; /* loading it reports the error */
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		snprintf(err, err_bytes, "%s: owned by uid %u, not root: refusing to reload it", path,
+			 (unsigned)st.st_uid);
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(err, err_bytes,
+			 "%s: writable by group or others (mode %04o): refusing to reload it", path,
+			 (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int daemon_reload_config(void *ctx, struct ctl_reload_result *res)
 {
 	const struct daemon_reload *d = ctx;
@@ -331,7 +355,9 @@ static int daemon_reload_config(void *ctx, struct ctl_reload_result *res)
 		return -ENOENT;
 	}
 	struct config *cfg = NULL;
-	int r = config_load_file(d->config_path, &cfg, res->error, sizeof(res->error));
+	int r = config_file_trusted(d->config_path, res->error, sizeof(res->error));
+	if (r == 0)
+		r = config_load_file(d->config_path, &cfg, res->error, sizeof(res->error));
 	if (r == 0) {
 		r = tenant_table_apply_config(d->tenants, cfg);
 		if (r < 0)

@@ -29,6 +29,12 @@
 #define CTL_MAX_CLIENTS 64
 /* A client that neither sends nor reads for this long is dropped. */
 #define CTL_CLIENT_IDLE_NS (10 * CTL_NS_PER_S)
+/*
+ * A request must be complete this long after its first byte, however the
+ * bytes trickle in: a client sending one byte every few seconds would
+ * otherwise keep its slot forever (and 64 of them every slot).
+ */
+#define CTL_REQUEST_DEADLINE_NS (5 * CTL_NS_PER_S)
 /* After refusing an oversized request, input is discarded (so the client can read the error) up to this much. */
 #define CTL_DISCARD_MAX_BYTES (64ull << 20)
 #define CTL_SAMPLE_NS CTL_NS_PER_S
@@ -51,6 +57,7 @@ struct ctl_client {
 	bool eof;
 	uint64_t discarded_bytes;
 	uint64_t last_progress_ns;
+	uint64_t request_start_ns;  /* first byte of the unfinished request; 0: none */
 };
 
 struct ctl_server {
@@ -681,7 +688,17 @@ static bool client_on_writable(struct ctl_client *c, uint64_t now)
 	return true;
 }
 
-static bool client_on_readable(struct ctl_server *s, struct ctl_client *c, uint64_t now)
+/* A request is started by its first byte and ends with its newline (client_serve_next). */
+static void note_request_start(struct ctl_client *c, size_t in_len_before, uint64_t now)
+{
+	if (c->in_len == 0)
+		c->request_start_ns = 0;
+	else if (in_len_before == 0 || c->in_len < in_len_before)
+		c->request_start_ns = now;
+}
+
+/* Reads what the client sent; false on a dead connection. */
+static bool client_read(struct ctl_client *c, uint64_t now)
 {
 	char scratch[16384];
 	for (;;) {
@@ -707,7 +724,31 @@ static bool client_on_readable(struct ctl_server *s, struct ctl_client *c, uint6
 				break;
 		}
 	}
-	return client_serve_next(s, c, now);
+	return true;
+}
+
+static bool client_on_readable(struct ctl_server *s, struct ctl_client *c, uint64_t now)
+{
+	return client_read(c, now) && client_serve_next(s, c, now);
+}
+
+/*
+ * Full: the client heard from least recently makes room, so clients that
+ * connect and hold their slot (slowly or not at all) cannot lock out one
+ * that comes to ask.
+ */
+static void drop_least_recent(struct ctl_server *s)
+{
+	size_t oldest = 0;
+	for (size_t i = 1; i < s->client_count; i++)
+		if (s->clients[i].last_progress_ns < s->clients[oldest].last_progress_ns)
+			oldest = i;
+	struct ctl_client *c = &s->clients[oldest];
+	static const char dropped[] = "{\"ok\":false,\"error\":\"too many clients: dropped\"}\n";
+	ssize_t ignored = send(c->fd, dropped, sizeof(dropped) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void)ignored; /* best effort: the client learns why, or just sees EOF */
+	client_close(c);
+	s->clients[oldest] = s->clients[--s->client_count];
 }
 
 static void ctl_accept(struct ctl_server *s, uint64_t now)
@@ -716,13 +757,8 @@ static void ctl_accept(struct ctl_server *s, uint64_t now)
 		int fd = accept4(s->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
-		if (s->client_count == CTL_MAX_CLIENTS) {
-			static const char busy[] = "{\"ok\":false,\"error\":\"too many clients\"}\n";
-			ssize_t ignored = send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-			(void)ignored; /* best effort: the client learns why, or just sees EOF */
-			close(fd);
-			continue;
-		}
+		if (s->client_count == CTL_MAX_CLIENTS)
+			drop_least_recent(s);
 		struct ctl_client *c = &s->clients[s->client_count];
 		memset(c, 0, sizeof(*c));
 		c->fd = fd;
@@ -780,16 +816,21 @@ static void *ctl_server_main(void *arg)
 		for (size_t i = 0; i < s->client_count; i++) {
 			struct ctl_client *c = &s->clients[i];
 			short re = pfd[3 + i].revents;
+			size_t in_len_before = c->in_len;
 			bool alive = !(re & (POLLERR | POLLNVAL));
 			if (alive && (re & POLLOUT))
 				alive = client_on_writable(c, now) &&
 					client_serve_next(s, c, now);
 			if (alive && (re & (POLLIN | POLLHUP)))
 				alive = client_on_readable(s, c, now);
+			note_request_start(c, in_len_before, now);
 			/* Done once EOF is seen and every reply is out. */
 			if (alive && c->eof && !client_has_output(c))
 				alive = false;
 			if (alive && now - c->last_progress_ns > CTL_CLIENT_IDLE_NS)
+				alive = false;
+			if (alive && c->request_start_ns &&
+			    now - c->request_start_ns > CTL_REQUEST_DEADLINE_NS)
 				alive = false;
 			if (!alive)
 				client_close(c);

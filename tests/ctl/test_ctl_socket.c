@@ -180,6 +180,47 @@ START_TEST(garbage_oversized_half_written_and_many_clients_do_not_hurt)
 }
 END_TEST
 
+/* Closed by the server: EOF (or a reset) waiting now, without blocking. */
+static bool closed_by_server(int fd)
+{
+	char buf[256];
+	for (;;) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n > 0)
+			continue; /* a farewell line, then EOF */
+		return n == 0 || (errno != EAGAIN && errno != EINTR);
+	}
+}
+
+START_TEST(slow_clients_do_not_lock_others_out)
+{
+	struct test_mount m;
+	test_mount_start(&m, NULL);
+	/* Every slot taken by a client that starts a request and never ends it. */
+	enum { SLOW = 64 };
+	int slow[SLOW];
+	for (int i = 0; i < SLOW; i++) {
+		slow[i] = connect_ctl(m.mnt);
+		send_all(slow[i], "{", 1);
+	}
+	/* One that comes to ask is served: the least recently heard from made room. */
+	int fd = connect_ctl(m.mnt);
+	ck_assert(ask(fd, "{\"cmd\":\"version\"}\n", NULL, 0));
+	close(fd);
+	ck_assert(closed_by_server(slow[0]));
+	/* One that trickles its request a byte a second is dropped once it is overdue. */
+	int trickle = slow[SLOW - 1];
+	for (int i = 0; i < 8; i++) {
+		usleep(1000 * 1000);
+		send(trickle, "\"", 1, MSG_NOSIGNAL | MSG_DONTWAIT); /* fails once dropped */
+	}
+	ck_assert_msg(closed_by_server(trickle), "a request trickled for 8 s is still being read");
+	for (int i = 0; i < SLOW; i++)
+		close(slow[i]);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 static int try_connect(void *arg)
 {
 	const char *path = arg;
@@ -642,6 +683,7 @@ int main(void)
 	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, garbage_oversized_half_written_and_many_clients_do_not_hurt);
+	tcase_add_test(tc, slow_clients_do_not_lock_others_out);
 	tcase_add_test(tc, socket_is_0600_and_refuses_other_users);
 	tcase_add_test(tc, group_socket_is_0660_and_lets_the_group_in);
 	tcase_add_test(tc, a_socket_given_up_while_the_new_daemon_waits_is_taken);

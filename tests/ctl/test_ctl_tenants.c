@@ -409,6 +409,16 @@ START_TEST(reload_and_sighup_change_weights_while_writing_bad_file_keeps_them)
 	free(out);
 	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_a, "weight"), 700);
 
+	/* A file others could have written is not applied, however valid. */
+	write_config(900, 100, NULL);
+	ck_assert_int_eq(chmod(config_path, 0666), 0);
+	out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
+	ck_assert_int_eq(status, 2);
+	ck_assert_msg(strstr(out, "writable by group or others") != NULL, "%s", out);
+	free(out);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_a, "weight"), 700);
+	ck_assert_int_eq(chmod(config_path, 0644), 0);
+
 	/* Scheduler settings cannot change live: the reply says so. */
 	write_config(500, 100, "[scheduler]\npolicy = fifo\n");
 	ck_assert_int_eq(kill(m.daemon_pid, SIGHUP), 0);
