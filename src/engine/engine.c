@@ -2,6 +2,7 @@
 #include "fusesched/engine.h"
 #include "fusesched/bufpool.h"
 #include "fusesched/clock.h"
+#include "fusesched/open_files.h"
 #include "fusesched/personality.h"
 #include "fusesched/stats.h"
 #include "fusesched/tenant.h"
@@ -88,6 +89,7 @@ struct engine {
 	struct io_uring ring;
 	struct bufpool *buffers;
 	struct personality_cache *personalities;
+	struct open_files *open_files;
 	bool buffers_registered;   /* arena is the ring's fixed buffer 0 */
 	bool wait_by_poll;         /* wait with poll(2) on the ring fd, not inside io_uring_enter */
 	int wake_fd;
@@ -572,17 +574,22 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 		run_held_write(e, er, &go);
 }
 
+/* EMFILE for a tenant or user at its open-file cap (open_files.h), the others unaffected. */
 static int engine_file_opened(struct datapath *dp, struct datapath_file *f)
 {
 	struct engine *e = (struct engine *)dp;
+	f->opener_tenant = tenant_resolve(e->tenants, f->opener_pid, clock_now_ns());
+	int r = open_files_take(e->open_files, f->opener_tenant, f->opener.uid);
+	if (r)
+		return r;
 	int id = personality_get(e->personalities, &f->opener);
 	if (id < 0) {
 		fuse_log(FUSE_LOG_ERR, "fusesched: cannot register io_uring credentials of uid %u: %s\n",
 			 (unsigned)f->opener.uid, strerror(-id));
+		open_files_put(e->open_files, f->opener_tenant, f->opener.uid);
 		return id;
 	}
 	f->ring_personality = (uint16_t)id;
-	f->opener_tenant = tenant_resolve(e->tenants, f->opener_pid, clock_now_ns());
 	tenant_hold(e->tenants, f->opener_tenant);
 	return 0;
 }
@@ -592,6 +599,7 @@ static void engine_file_released(struct datapath *dp, struct datapath_file *f)
 	struct engine *e = (struct engine *)dp;
 	tenant_release(e->tenants, f->opener_tenant);
 	personality_put(e->personalities, f->ring_personality);
+	open_files_put(e->open_files, f->opener_tenant, f->opener.uid);
 }
 
 /* ---- reactor side ----------------------------------------------------- */
@@ -1105,7 +1113,10 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	}
 	r = personality_cache_new(&e->ring, PERSONALITIES_IDLE_MAX, PERSONALITIES_LIVE_MAX,
 				  &e->personalities);
+	if (r == 0)
+		r = open_files_new(stats_max_tenants(stats), &e->open_files);
 	if (r < 0) {
+		personality_cache_free(e->personalities);
 		snprintf(err, err_bytes, "out of memory");
 		bufpool_free(e->buffers);
 		io_uring_queue_exit(&e->ring);
@@ -1181,6 +1192,7 @@ void engine_free(struct engine *e)
 		return;
 	engine_stop(e);
 	personality_cache_free(e->personalities);
+	open_files_free(e->open_files);
 	io_uring_queue_exit(&e->ring);
 	bufpool_free(e->buffers);
 	close(e->wake_fd);

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -438,6 +440,106 @@ START_TEST(reload_and_sighup_change_weights_while_writing_bad_file_keeps_them)
 }
 END_TEST
 
+/*
+ * A child in cgroup group as uid: opens files prefix-0, prefix-1, ... (up
+ * to count, or until an open fails), writes how many it opened and the
+ * errno that stopped it to fd out, then holds them until killed (hold) or
+ * exits.
+ */
+static pid_t spawn_opener(const char *group, uid_t uid, const char *prefix, int count, bool hold,
+			  int out)
+{
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char procs[256], me[32];
+		snprintf(procs, sizeof(procs), "%s%s/cgroup.procs", CG_V2, group);
+		snprintf(me, sizeof(me), "%d\n", (int)getpid());
+		int fd = open(procs, O_WRONLY);
+		if (fd < 0 || write(fd, me, strlen(me)) < 0 || setgroups(0, NULL) < 0 ||
+		    setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+			_exit(10);
+		close(fd);
+		int result[2] = {0, 0};
+		for (; result[0] < count; result[0]++) {
+			char path[700];
+			snprintf(path, sizeof(path), "%s-%d", prefix, result[0]);
+			if (open(path, O_CREAT | O_RDWR, 0600) < 0) {
+				result[1] = errno;
+				break;
+			}
+		}
+		if (write(out, result, sizeof(result)) != (ssize_t)sizeof(result))
+			_exit(11);
+		if (hold)
+			pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+static void read_opened(int in, int result[2])
+{
+	ck_assert_int_eq(read(in, result, 2 * sizeof(int)), (ssize_t)(2 * sizeof(int)));
+}
+
+/*
+ * Descriptors are shared: a tenant (and a user) holding files open stops at
+ * its cap with EMFILE, and another tenant's user still opens files.
+ */
+START_TEST(open_files_past_the_cap_fail_for_the_holder_only)
+{
+	struct test_mount m;
+	mount_two_tenants(&m);
+	/* A small limit, so that the caps are reached quickly: 512 / 8 = 64 files each. */
+	struct rlimit limit;
+	ck_assert_int_eq(prlimit(m.daemon_pid, RLIMIT_NOFILE, NULL, &limit), 0);
+	limit.rlim_cur = 512;
+	ck_assert_int_eq(prlimit(m.daemon_pid, RLIMIT_NOFILE, &limit, NULL), 0);
+	enum { CAP = 512 / 8 };
+	int pipe_fds[2];
+	ck_assert_int_eq(pipe(pipe_fds), 0);
+	int result[2];
+
+	pid_t holder = spawn_opener(group_a, 2001, test_mnt_path(&m, "held"), 1000, true, pipe_fds[1]);
+	read_opened(pipe_fds[0], result);
+	ck_assert_int_eq(result[1], EMFILE);
+	ck_assert_int_eq(result[0], CAP);
+
+	/* Another tenant, another user: not affected. */
+	pid_t other = spawn_opener(group_b, 2002, test_mnt_path(&m, "other"), 40, false, pipe_fds[1]);
+	read_opened(pipe_fds[0], result);
+	ck_assert_msg(result[0] == 40, "the other tenant opened %d of 40 files (errno %d)", result[0],
+		      result[1]);
+	ck_assert_int_eq(wait_exit(other), 0);
+
+	/* The holder's user in another tenant: the user's cap. */
+	pid_t same_user = spawn_opener(group_b, 2001, test_mnt_path(&m, "same-user"), 1, false,
+				       pipe_fds[1]);
+	read_opened(pipe_fds[0], result);
+	ck_assert_int_eq(result[0], 0);
+	ck_assert_int_eq(result[1], EMFILE);
+	ck_assert_int_eq(wait_exit(same_user), 0);
+
+	/* Closed, they count no more. */
+	stop_child(holder);
+	bool opened = false;
+	for (int tries = 0; !opened && tries < 100; tries++) {
+		pid_t again = spawn_opener(group_b, 2001, test_mnt_path(&m, "again"), 1, false,
+					   pipe_fds[1]);
+		read_opened(pipe_fds[0], result);
+		wait_exit(again);
+		opened = result[0] == 1;
+		if (!opened)
+			usleep(50000);
+	}
+	ck_assert(opened);
+	close(pipe_fds[0]);
+	close(pipe_fds[1]);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 START_TEST(process_in_its_own_pid_namespace_is_attributed_to_its_cgroup)
 {
 	write_config(300, 100, NULL);
@@ -487,6 +589,7 @@ int main(void)
 	tcase_add_test(tc, blkio_bfq_weight_is_honoured_without_a_rule);
 	tcase_add_test(tc, reload_and_sighup_change_weights_while_writing_bad_file_keeps_them);
 	tcase_add_test(tc, process_in_its_own_pid_namespace_is_attributed_to_its_cgroup);
+	tcase_add_test(tc, open_files_past_the_cap_fail_for_the_holder_only);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_VERBOSE);
