@@ -247,12 +247,21 @@ const char *test_backing_path(const struct test_mount *m, const char *rel)
 
 int test_run_as(uid_t uid, gid_t gid, int (*fn)(void *), void *arg)
 {
+	return test_run_as_groups(uid, gid, NULL, 0, -1, fn, arg);
+}
+
+int test_run_as_groups(uid_t uid, gid_t gid, const gid_t *groups, int group_count,
+		       int umask_bits, int (*fn)(void *), void *arg)
+{
 	pid_t pid = fork();
 	if (pid < 0)
 		return errno;
 	if (pid == 0) {
-		if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+		if (setgroups((size_t)group_count, groups) < 0 || setresgid(gid, gid, gid) < 0 ||
+		    setresuid(uid, uid, uid) < 0)
 			_exit(200);
+		if (umask_bits >= 0)
+			umask((mode_t)umask_bits);
 		_exit(fn(arg) & 0xff);
 	}
 	int status;

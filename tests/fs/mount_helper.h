@@ -62,6 +62,9 @@ bool test_in_mountinfo(const char *path);
 
 /* Runs fn(arg) in a child as uid/gid and returns fn's result (an errno or 0). */
 int test_run_as(uid_t uid, gid_t gid, int (*fn)(void *), void *arg);
+/* The same with supplementary groups, and a umask (umask_bits < 0: inherited). */
+int test_run_as_groups(uid_t uid, gid_t gid, const gid_t *groups, int group_count,
+		       int umask_bits, int (*fn)(void *), void *arg);
 
 /* Writes TEXT to PATH (a config file, cgroup.procs, ...); exits 99 naming PATH on failure. */
 void test_write_file(const char *path, const char *text);

@@ -10,13 +10,11 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -56,34 +54,15 @@ static const char *case_dir(bool through_mount, const char *name)
 	return out;
 }
 
-/* Runs fn(arg) in a child as uid/gid with the given supplementary groups; fn's errno or 0. */
-static int run_as(uid_t uid, gid_t gid, const gid_t *groups, int group_count, mode_t umask_bits,
-		  int (*fn)(void *), void *arg)
-{
-	pid_t pid = fork();
-	if (pid < 0)
-		return errno;
-	if (pid == 0) {
-		if (setgroups((size_t)group_count, groups) < 0 || setresgid(gid, gid, gid) < 0 ||
-		    setresuid(uid, uid, uid) < 0)
-			_exit(200);
-		umask(umask_bits);
-		_exit(fn(arg) & 0xff);
-	}
-	int status;
-	waitpid(pid, &status, 0);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
-}
-
 static int as_user(uid_t uid, int (*fn)(void *), void *arg)
 {
-	return run_as(uid, uid, NULL, 0, 022, fn, arg);
+	return test_run_as_groups(uid, uid, NULL, 0, 022, fn, arg);
 }
 
 static int as_team_member(uid_t uid, int (*fn)(void *), void *arg)
 {
 	const gid_t team[] = {TEAM};
-	return run_as(uid, uid, team, 1, 022, fn, arg);
+	return test_run_as_groups(uid, uid, team, 1, 022, fn, arg);
 }
 
 static int read_errno(void *path)
@@ -206,8 +185,8 @@ static void inherited(bool through_mount, char *out, size_t out_bytes)
 	struct create_args file = {.mode = 0666}, sub = {.mode = 0777, .directory = true};
 	snprintf(file.path, sizeof(file.path), "%s/file", dir);
 	snprintf(sub.path, sizeof(sub.path), "%s/sub", dir);
-	ck_assert_int_eq(run_as(ALICE, TEAM, NULL, 0, 077, create_errno, &file), 0);
-	ck_assert_int_eq(run_as(ALICE, TEAM, NULL, 0, 077, create_errno, &sub), 0);
+	ck_assert_int_eq(test_run_as_groups(ALICE, TEAM, NULL, 0, 077, create_errno, &file), 0);
+	ck_assert_int_eq(test_run_as_groups(ALICE, TEAM, NULL, 0, 077, create_errno, &sub), 0);
 	struct stat fst, dst;
 	ck_assert_int_eq(stat(file.path, &fst), 0);
 	ck_assert_int_eq(stat(sub.path, &dst), 0);
@@ -369,7 +348,7 @@ static mode_t setgid_created_mode(bool through_mount)
 	struct create_args a = {.mode = 02775};
 	snprintf(a.path, sizeof(a.path), "%s/file", dir);
 	const gid_t team[] = {TEAM};
-	ck_assert_int_eq(run_as(BOB, BOB, team, 1, 0, create_setgid, &a), 0);
+	ck_assert_int_eq(test_run_as_groups(BOB, BOB, team, 1, 0, create_setgid, &a), 0);
 	struct stat st;
 	ck_assert_int_eq(stat(a.path, &st), 0);
 	ck_assert_int_eq(st.st_gid, TEAM);

@@ -309,17 +309,9 @@ END_TEST
 /* Creates a file as uid 1000 whose only way into the directory is supplementary group 5000. */
 static int create_via_group(const char *path, bool with_group)
 {
-	pid_t pid = fork();
-	if (pid == 0) {
-		gid_t groups[] = {5000};
-		if (setgroups(with_group ? 1 : 0, groups) < 0 || setresgid(USER_GID, USER_GID, USER_GID) < 0 ||
-		    setresuid(USER_UID, USER_UID, USER_UID) < 0)
-			_exit(200);
-		_exit(create_in_dir_errno((void *)path));
-	}
-	int status;
-	waitpid(pid, &status, 0);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+	const gid_t groups[] = {5000};
+	return test_run_as_groups(USER_UID, USER_GID, groups, with_group ? 1 : 0, -1,
+				  create_in_dir_errno, (void *)path);
 }
 
 START_TEST(supplementary_groups_count)
