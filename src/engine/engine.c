@@ -95,7 +95,7 @@ struct engine {
 	int wake_fd;
 	uint64_t wake_value;
 	_Atomic(struct engine_req *) handoff;
-	_Atomic(struct engine_req *) finished;   /* scheduled requests finished off the reactor */
+	_Atomic(struct engine_req *) finished;   /* finished off the reactor: to release, or solo to count */
 	atomic_uint held_writes;                 /* workers waiting in or running a held write */
 	atomic_int solo;                         /* enum solo_state: see take_solo */
 	atomic_bool stopping;
