@@ -7,8 +7,10 @@
  * and the kernel skips pinning its pages on every direct I/O. Blocks come in
  * power-of-two sizes from 4 KiB to 1 MiB (one 1 MiB slab of the arena per
  * size at a time; a slab whose blocks are all free goes back to any size).
- * A request larger than 1 MiB, or one that finds the arena full, gets an
- * ordinary aligned heap buffer instead: slower, never refused.
+ * A request larger than 1 MiB, or one that finds the arena full, gets a
+ * mapping of its own instead: slower, never refused. 1 MiB mappings given
+ * back are kept for reuse until bufpool_trim finds them unused, so a flood
+ * maps its buffers once and its memory goes back to the system after it.
  *
  * Thread-safe: FUSE workers take buffers for the writes they copy in and for
  * their solo requests, the reactor for the reads it dispatches.
@@ -35,7 +37,15 @@ struct iovec bufpool_arena(const struct bufpool *pool);
 /* A page-aligned buffer of at least bytes (1 when 0), or NULL when out of memory. */
 void *bufpool_get(struct bufpool *pool, size_t bytes);
 
-/* Gives back a buffer from bufpool_get. NULL is ignored. */
+/*
+ * The same for a payload that will wait in a queue (a write copied in): it
+ * takes a fresh slab only while less than half the arena is in use, so a
+ * backlog cannot leave the requests being dispatched without registered
+ * buffers.
+ */
+void *bufpool_get_queued(struct bufpool *pool, size_t bytes);
+
+/* Gives back a buffer from bufpool_get or bufpool_get_queued. NULL is ignored. */
 void bufpool_put(struct bufpool *pool, void *buf);
 
 /* True when buf lies in the arena (it may then be used as registered buffer 0). */
@@ -44,5 +54,14 @@ bool bufpool_in_arena(const struct bufpool *pool, const void *buf);
 /* Arena slabs in use right now and heap buffers handed out so far (tests, stats). */
 size_t bufpool_slabs_used(struct bufpool *pool);
 size_t bufpool_heap_fallbacks(struct bufpool *pool);
+/* Bytes mapped for heap buffers: handed out, or kept for reuse. */
+size_t bufpool_heap_bytes(struct bufpool *pool);
+
+/*
+ * Unmaps kept heap buffers beyond the number reused since the last call,
+ * at most max_unmaps of them; returns how many. Called periodically (the
+ * reactor: each second), it returns a flood's memory within two calls.
+ */
+size_t bufpool_trim(struct bufpool *pool, size_t max_unmaps);
 
 #endif

@@ -41,21 +41,16 @@ struct engine_params {
 	uint64_t retire_check_ns;       /* how often idle tenants are retired: 1 s */
 	uint64_t stats_publish_ns;      /* how often the scheduler's view is published: 100 ms */
 	/*
-	 * Write payloads held by queued requests: past this (256 MiB) the FUSE
-	 * worker handing over a write waits, so further requests wait in the
-	 * kernel instead of in the daemon's memory.
-	 */
-	uint64_t max_queued_write_bytes;
-	/*
 	 * I/O buffers registered with the ring (bufpool.h): 64 MiB, enough for
 	 * max_inflight 1 MiB requests plus queued writes; past it requests use
 	 * heap buffers. 0: heap buffers only.
 	 */
 	uint64_t buffer_arena_bytes;
 	/*
-	 * FUSE workers that may wait for their own buffered write (16): each is
-	 * a worker not reading requests, so this stays well under the loop's
-	 * thread cap. 0: every write is copied and goes through the ring.
+	 * FUSE workers that may wait for their own buffered write (16), a
+	 * quarter of them for one tenant: each is a worker not reading
+	 * requests, so this stays well under the loop's thread cap. 0: every
+	 * write is copied and goes through the ring.
 	 */
 	uint32_t max_held_writes;
 	/*

@@ -44,8 +44,10 @@ struct fs_options {
 	 * the kernel lets into the daemon at once; the kernel's default is 12.
 	 * 1024: the scheduler can only choose among requests it has seen, and
 	 * with a small limit the kernel's FIFO queue decides instead (measured:
-	 * 8:1 weights gave 1.1:1 at 64, 6.7:1 at 1024). Memory stays bounded by
-	 * engine_params.max_queued_write_bytes.
+	 * 8:1 weights gave 1.1:1 at 64, 6.7:1 at 1024). It is also what bounds
+	 * the write payloads the daemon holds for async requests (at most
+	 * max_background x max_write_bytes): the daemon never stops reading
+	 * /dev/fuse to save memory, since every tenant's requests share it.
 	 */
 	unsigned int max_background;
 };

@@ -14,6 +14,13 @@
 #define NO_SLAB UINT32_MAX
 #define NO_CLASS UINT8_MAX
 
+/* A heap buffer's mapping kept for reuse (see heap_get). */
+#define CACHED_MAP_BYTES (SLAB_BYTES + BUFPOOL_ALIGN_BYTES)
+
+struct cached_map {
+	struct cached_map *next;
+};
+
 struct slab {
 	uint32_t prev, next;        /* in its class's list of slabs with free blocks, or the empty list */
 	uint16_t free_count;
@@ -31,6 +38,10 @@ struct bufpool {
 	uint32_t empty;                   /* head: slabs of no class */
 	size_t slabs_used;
 	size_t heap_fallbacks;
+	size_t heap_bytes;                /* mapped for heap buffers now, cached ones included */
+	struct cached_map *cached;        /* given back, kept for reuse */
+	size_t cached_count;
+	size_t reused_since_trim;
 };
 
 static void list_push(struct bufpool *p, uint32_t *head, uint32_t i)
@@ -100,6 +111,11 @@ void bufpool_free(struct bufpool *p)
 		return;
 	if (p->arena)
 		munmap(p->arena, p->arena_bytes);
+	while (p->cached) {
+		struct cached_map *c = p->cached;
+		p->cached = c->next;
+		munmap(c, CACHED_MAP_BYTES);
+	}
 	free(p->slabs);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -124,19 +140,82 @@ static uint8_t size_class_of(size_t bytes)
 	return c;
 }
 
+/*
+ * Past the arena, each buffer is a mapping of its own, one page larger: the
+ * page before the buffer records the mapping's length. Mappings of the
+ * largest block size are kept for reuse when given back (a flood maps each
+ * once, not once per request), and bufpool_trim unmaps those not reused
+ * since its last call, so after a flood the memory goes back to the system
+ * (malloc would keep it in its arenas, and glibc raises its mmap threshold
+ * after the first large free, so later 1 MiB buffers would come from the
+ * heap and stay there).
+ */
 static void *heap_get(struct bufpool *p, size_t bytes)
 {
 	size_t rounded = (bytes + BUFPOOL_ALIGN_BYTES - 1) & ~(size_t)(BUFPOOL_ALIGN_BYTES - 1);
-	void *buf = NULL;
-	if (posix_memalign(&buf, BUFPOOL_ALIGN_BYTES, rounded))
-		return NULL;
+	size_t mapped = rounded + BUFPOOL_ALIGN_BYTES;
+	char *base = NULL;
 	pthread_mutex_lock(&p->lock);
 	p->heap_fallbacks++;
+	if (mapped == CACHED_MAP_BYTES && p->cached) {
+		base = (char *)p->cached;
+		p->cached = p->cached->next;
+		p->cached_count--;
+		p->reused_since_trim++;
+	}
 	pthread_mutex_unlock(&p->lock);
-	return buf;
+	if (!base) {
+		base = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (base == MAP_FAILED)
+			return NULL;
+		pthread_mutex_lock(&p->lock);
+		p->heap_bytes += mapped;
+		pthread_mutex_unlock(&p->lock);
+	}
+	*(size_t *)base = mapped;
+	return base + BUFPOOL_ALIGN_BYTES;
 }
 
-void *bufpool_get(struct bufpool *p, size_t bytes)
+static void heap_put(struct bufpool *p, void *buf)
+{
+	char *base = (char *)buf - BUFPOOL_ALIGN_BYTES;
+	size_t mapped = *(size_t *)base;
+	if (mapped == CACHED_MAP_BYTES) {
+		struct cached_map *c = (struct cached_map *)base;
+		pthread_mutex_lock(&p->lock);
+		c->next = p->cached;
+		p->cached = c;
+		p->cached_count++;
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
+	munmap(base, mapped);
+	pthread_mutex_lock(&p->lock);
+	p->heap_bytes -= mapped;
+	pthread_mutex_unlock(&p->lock);
+}
+
+size_t bufpool_trim(struct bufpool *p, size_t max_unmaps)
+{
+	size_t unmapped = 0;
+	pthread_mutex_lock(&p->lock);
+	size_t keep = p->reused_since_trim;
+	p->reused_since_trim = 0;
+	while (p->cached_count > keep && unmapped < max_unmaps) {
+		struct cached_map *c = p->cached;
+		p->cached = c->next;
+		p->cached_count--;
+		p->heap_bytes -= CACHED_MAP_BYTES;
+		pthread_mutex_unlock(&p->lock);
+		munmap(c, CACHED_MAP_BYTES);
+		unmapped++;
+		pthread_mutex_lock(&p->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return unmapped;
+}
+
+static void *get(struct bufpool *p, size_t bytes, size_t max_slabs)
 {
 	if (bytes == 0)
 		bytes = 1;
@@ -147,7 +226,7 @@ void *bufpool_get(struct bufpool *p, size_t bytes)
 	uint32_t i = p->with_free[c];
 	if (i == NO_SLAB) {
 		i = p->empty;
-		if (i == NO_SLAB) {
+		if (i == NO_SLAB || p->slabs_used >= max_slabs) {
 			pthread_mutex_unlock(&p->lock);
 			return heap_get(p, bytes);
 		}
@@ -168,12 +247,22 @@ void *bufpool_get(struct bufpool *p, size_t bytes)
 	return p->arena + (size_t)i * SLAB_BYTES + ((size_t)block << (MIN_BLOCK_SHIFT + c));
 }
 
+void *bufpool_get(struct bufpool *p, size_t bytes)
+{
+	return get(p, bytes, p->slab_count);
+}
+
+void *bufpool_get_queued(struct bufpool *p, size_t bytes)
+{
+	return get(p, bytes, p->slab_count / 2);
+}
+
 void bufpool_put(struct bufpool *p, void *buf)
 {
 	if (!buf)
 		return;
 	if (!bufpool_in_arena(p, buf)) {
-		free(buf);
+		heap_put(p, buf);
 		return;
 	}
 	size_t offset = (size_t)((char *)buf - p->arena);
@@ -206,6 +295,14 @@ size_t bufpool_heap_fallbacks(struct bufpool *p)
 {
 	pthread_mutex_lock(&p->lock);
 	size_t n = p->heap_fallbacks;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+size_t bufpool_heap_bytes(struct bufpool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	size_t n = p->heap_bytes;
 	pthread_mutex_unlock(&p->lock);
 	return n;
 }

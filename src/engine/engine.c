@@ -71,7 +71,6 @@ struct engine_req {
 	int held_res;              /* -ENOMEM: the reactor refused it, the worker finishes it */
 	bool scheduled;            /* enqueued: the scheduler holds it until the reactor releases it */
 	bool ran_solo;             /* a worker ran it at once (see take_solo); the scheduler is told */
-	bool holds_write_room;     /* its payload, copied in, counts in write_bytes_held */
 };
 
 /* The reactor's view of one tenant. */
@@ -97,13 +96,13 @@ struct engine {
 	_Atomic(struct engine_req *) handoff;
 	_Atomic(struct engine_req *) finished;   /* finished off the reactor: to release, or solo to count */
 	atomic_uint held_writes;                 /* workers waiting in or running a held write */
+	atomic_uint *held_writes_by_tenant;      /* the same per tenant id, each at most held_writes_per_tenant */
+	uint32_t held_writes_per_tenant;
+	uint32_t max_tenants;
 	atomic_int solo;                         /* enum solo_state: see take_solo */
 	atomic_bool stopping;
 	atomic_bool reactor_asleep;              /* set while it blocks: only then a push wakes it */
 	atomic_uint_fast64_t completed;
-	atomic_uint_fast64_t write_bytes_held;  /* payloads copied in, not yet completed */
-	pthread_mutex_t write_room_lock;         /* slow path only: a worker waits for room */
-	pthread_cond_t write_room;
 	pthread_t thread;
 	bool started;
 	/*
@@ -135,7 +134,6 @@ void engine_params_default(struct engine_params *p)
 	sched_params_default(&p->sched);
 	p->retire_check_ns = 1000000000u;
 	p->stats_publish_ns = 100000000u;
-	p->max_queued_write_bytes = 256u << 20;
 	p->buffer_arena_bytes = 64u << 20;
 	p->max_held_writes = 16;
 	p->solo_requests = true;
@@ -208,12 +206,9 @@ static void answer(struct engine *e, const struct engine_req *er, int res)
 
 static void push_to_reactor(struct engine *e, _Atomic(struct engine_req *) *stack,
 			    struct engine_req *er);
-static void write_room_release(struct engine *e, uint64_t bytes);
 
 static void request_free(struct engine *e, struct engine_req *er)
 {
-	if (er->holds_write_room)
-		write_room_release(e, er->size_bytes);
 	bufpool_put(e->buffers, er->buf);
 	free(er);
 }
@@ -319,29 +314,6 @@ static uint32_t tenant_of(struct engine *e, const struct datapath_req *r)
 	return id == TENANT_ID_DEFAULT ? r->file->opener_tenant : id;
 }
 
-/* Takes room for a write payload, waiting while queued payloads are over the cap. */
-static void write_room_wait(struct engine *e, uint64_t bytes)
-{
-	uint64_t held = atomic_fetch_add(&e->write_bytes_held, bytes) + bytes;
-	if (held <= e->params.max_queued_write_bytes || held == bytes)
-		return; /* under the cap, or the only write: always let one through */
-	pthread_mutex_lock(&e->write_room_lock);
-	while (atomic_load(&e->write_bytes_held) > e->params.max_queued_write_bytes &&
-	       atomic_load(&e->write_bytes_held) != bytes && !atomic_load(&e->stopping))
-		pthread_cond_wait(&e->write_room, &e->write_room_lock);
-	pthread_mutex_unlock(&e->write_room_lock);
-}
-
-static void write_room_release(struct engine *e, uint64_t bytes)
-{
-	uint64_t before = atomic_fetch_sub(&e->write_bytes_held, bytes);
-	if (before > e->params.max_queued_write_bytes) {
-		pthread_mutex_lock(&e->write_room_lock);
-		pthread_cond_broadcast(&e->write_room);
-		pthread_mutex_unlock(&e->write_room_lock);
-	}
-}
-
 /*
  * Pushes onto a lock-free stack and wakes the reactor only if it is blocked
  * (or about to block): one eventfd write per sleep, none while it works. The
@@ -374,13 +346,17 @@ static void push_to_reactor(struct engine *e, _Atomic(struct engine_req *) *stac
  * waits for its turn, so the scheduler still decides when the write starts
  * and charges it on completion.
  */
-static bool try_hold_worker(struct engine *e, const struct datapath_req *r)
+static bool try_hold_worker(struct engine *e, const struct datapath_req *r, uint32_t tenant)
 {
-	if (r->op != DATAPATH_WRITE || r->file->direct)
+	if (r->op != DATAPATH_WRITE || r->file->direct || tenant >= e->max_tenants)
 		return false;
-	if (atomic_fetch_add(&e->held_writes, 1) < e->params.max_held_writes)
-		return true;
-	atomic_fetch_sub(&e->held_writes, 1);
+	atomic_uint *mine = &e->held_writes_by_tenant[tenant];
+	if (atomic_fetch_add(mine, 1) < e->held_writes_per_tenant) {
+		if (atomic_fetch_add(&e->held_writes, 1) < e->params.max_held_writes)
+			return true;
+		atomic_fetch_sub(&e->held_writes, 1);
+	}
+	atomic_fetch_sub(mine, 1);
 	return false;
 }
 
@@ -439,6 +415,7 @@ static void run_held_write(struct engine *e, struct engine_req *er, sem_t *go)
 	/* held_res < 0: refused before it was queued, so not the scheduler's. */
 	int res = er->held_res ? er->held_res : transfer_in_worker_as_opener(er, (void *)er->held_data);
 	atomic_fetch_sub(&e->held_writes, 1);
+	atomic_fetch_sub(&e->held_writes_by_tenant[er->tenant], 1);
 	finish(e, er, res);
 }
 
@@ -549,7 +526,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 		return;
 	}
 	sem_t go;
-	bool held = try_hold_worker(e, r);
+	bool held = try_hold_worker(e, r, er->tenant);
 	if (held) {
 		sem_init(&go, 0, 0);
 		er->held_data = r->write_data;
@@ -557,12 +534,12 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	} else if (r->op == DATAPATH_WRITE) {
 		/*
 		 * The worker's buffer is reused once we return: copy the payload
-		 * now. A read gets its buffer only when dispatched, so queued reads
-		 * cost no payload memory.
+		 * now, never waiting for memory (a waiting worker would stop
+		 * reading /dev/fuse for every tenant; see DESIGN.md, queued write
+		 * payloads). A read gets its buffer only when dispatched, so
+		 * queued reads cost no payload memory.
 		 */
-		write_room_wait(e, r->size_bytes);
-		er->holds_write_room = true;
-		er->buf = bufpool_get(e->buffers, r->size_bytes);
+		er->buf = bufpool_get_queued(e->buffers, r->size_bytes);
 		if (!er->buf) {
 			finish(e, er, -ENOMEM);
 			return;
@@ -853,11 +830,13 @@ static void sync_weights(struct engine *e)
 	}
 }
 
-static void retire_tenants(struct engine *e, uint64_t now)
+/* Once a second: idle tenants, and heap buffers a flood left unused (bufpool_trim). */
+static void retire_idle(struct engine *e, uint64_t now)
 {
 	if (now < e->next_retire_ns)
 		return;
 	e->next_retire_ns = now + e->params.retire_check_ns;
+	bufpool_trim(e->buffers, 256);
 	uint32_t ids[RETIRE_BATCH];
 	size_t n = tenant_table_retire(e->tenants, now, ids, RETIRE_BATCH);
 	for (size_t i = 0; i < n; i++) {
@@ -1013,7 +992,7 @@ static void *reactor_main(void *arg)
 		take_finished(e, now);
 		take_handoff(e, now);
 		sync_weights(e);
-		retire_tenants(e, now);
+		retire_idle(e, now);
 		publish_stats(e, now);
 		for (struct sched_req *sr; (sr = sched_dispatch(e->sched, now));)
 			issue(e, (struct engine_req *)sr);
@@ -1073,8 +1052,19 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	}
 	e->params = *p;
 	e->tenants = tenants;
-	pthread_mutex_init(&e->write_room_lock, NULL);
-	pthread_cond_init(&e->write_room, NULL);
+	/*
+	 * A held write is a worker not reading /dev/fuse, whose queue every
+	 * tenant shares: one tenant may hold a quarter of the slots, so writers
+	 * waiting for a light tenant's turns cannot take many workers.
+	 */
+	e->max_tenants = stats_max_tenants(stats);
+	e->held_writes_per_tenant = p->max_held_writes > 4 ? p->max_held_writes / 4 : p->max_held_writes;
+	e->held_writes_by_tenant = calloc(e->max_tenants ? e->max_tenants : 1, sizeof(atomic_uint));
+	if (!e->held_writes_by_tenant) {
+		free(e);
+		snprintf(err, err_bytes, "out of memory");
+		return -ENOMEM;
+	}
 	pthread_mutex_init(&e->blocking_lock, NULL);
 	pthread_cond_init(&e->blocking_work, NULL);
 	e->stats = stats;
@@ -1136,6 +1126,7 @@ fail:
 	sched_free(e->sched);
 	if (e->wake_fd >= 0)
 		close(e->wake_fd);
+	free(e->held_writes_by_tenant);
 	free(e);
 	return r;
 }
@@ -1198,8 +1189,7 @@ void engine_free(struct engine *e)
 	close(e->wake_fd);
 	sched_free(e->sched);
 	free(e->slots);
-	pthread_cond_destroy(&e->write_room);
-	pthread_mutex_destroy(&e->write_room_lock);
+	free(e->held_writes_by_tenant);
 	pthread_cond_destroy(&e->blocking_work);
 	pthread_mutex_destroy(&e->blocking_lock);
 	free(e);

@@ -2,6 +2,8 @@
 #include "fusesched/bufpool.h"
 
 #include <check.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +16,17 @@ static struct bufpool *pool_of(size_t arena_bytes)
 	struct bufpool *p = NULL;
 	ck_assert_int_eq(bufpool_new(arena_bytes, &p), 0);
 	return p;
+}
+
+/* This process's resident set, from /proc/self/statm (pages). */
+static long resident_kib(void)
+{
+	long size = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (!f || fscanf(f, "%ld %ld", &size, &resident) != 2)
+		ck_abort_msg("cannot read /proc/self/statm");
+	fclose(f);
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 START_TEST(blocks_are_aligned_inside_the_arena_and_reused)
@@ -72,7 +85,9 @@ START_TEST(oversized_and_arenaless_requests_use_the_heap)
 	ck_assert(!bufpool_in_arena(p, huge));
 	ck_assert_uint_eq((uintptr_t)huge % BUFPOOL_ALIGN_BYTES, 0);
 	memset(huge, 1, MIB + 1);
+	ck_assert_uint_ge(bufpool_heap_bytes(p), MIB + 1);
 	bufpool_put(p, huge);
+	ck_assert_uint_eq(bufpool_heap_bytes(p), 0); /* not the cached size: unmapped at once */
 	bufpool_put(p, NULL);
 	bufpool_free(p);
 
@@ -82,6 +97,64 @@ START_TEST(oversized_and_arenaless_requests_use_the_heap)
 	ck_assert_ptr_nonnull(h);
 	ck_assert(!bufpool_in_arena(p, h));
 	bufpool_put(p, h);
+	bufpool_free(p);
+}
+END_TEST
+
+/* Queued payloads leave half the arena to the requests being dispatched. */
+START_TEST(queued_payloads_leave_half_the_arena)
+{
+	struct bufpool *p = pool_of(4 * MIB);
+	void *q[4];
+	for (int i = 0; i < 4; i++)
+		q[i] = bufpool_get_queued(p, MIB);
+	ck_assert(bufpool_in_arena(p, q[0]) && bufpool_in_arena(p, q[1]));
+	ck_assert(!bufpool_in_arena(p, q[2]) && !bufpool_in_arena(p, q[3]));
+	void *d[2] = {bufpool_get(p, MIB), bufpool_get(p, 4096)};
+	ck_assert(bufpool_in_arena(p, d[0]) && bufpool_in_arena(p, d[1]));
+	/* A queued payload of a size whose slab has room still fits there. */
+	void *small = bufpool_get_queued(p, 4096);
+	ck_assert(bufpool_in_arena(p, small));
+	bufpool_put(p, small);
+	for (int i = 0; i < 4; i++)
+		bufpool_put(p, q[i]);
+	bufpool_put(p, d[0]);
+	bufpool_put(p, d[1]);
+	ck_assert_uint_eq(bufpool_slabs_used(p), 0);
+	bufpool_free(p);
+}
+END_TEST
+
+/* A flood's heap buffers go back to the system when given back, not into malloc's arenas. */
+START_TEST(heap_buffers_are_returned_to_the_system)
+{
+	struct bufpool *p = pool_of(0);
+	enum { FLOOD = 256 };
+	static void *held[FLOOD];
+	long before = resident_kib();
+	for (int i = 0; i < FLOOD; i++) {
+		held[i] = bufpool_get(p, MIB);
+		ck_assert_ptr_nonnull(held[i]);
+		memset(held[i], 0x5a, MIB);
+	}
+	ck_assert_uint_eq(bufpool_heap_bytes(p), (size_t)FLOOD * (MIB + BUFPOOL_ALIGN_BYTES));
+	ck_assert_int_gt(resident_kib(), before + FLOOD * 1024 / 2);
+	for (int i = 0; i < FLOOD; i++)
+		bufpool_put(p, held[i]);
+	/* Kept for reuse: taking them again maps nothing new. */
+	size_t mapped = bufpool_heap_bytes(p);
+	for (int i = 0; i < FLOOD; i++)
+		held[i] = bufpool_get(p, MIB);
+	ck_assert_uint_eq(bufpool_heap_bytes(p), mapped);
+	for (int i = 0; i < FLOOD; i++)
+		bufpool_put(p, held[i]);
+	/* All were reused since the first trim: it keeps them; the next one unmaps them. */
+	ck_assert_uint_eq(bufpool_trim(p, FLOOD), 0);
+	ck_assert_uint_eq(bufpool_trim(p, FLOOD / 2), FLOOD / 2);
+	ck_assert_uint_eq(bufpool_trim(p, FLOOD), FLOOD / 2);
+	ck_assert_uint_eq(bufpool_heap_bytes(p), 0);
+	/* 256 MiB were resident; what is left is under a tenth of that. */
+	ck_assert_int_lt(resident_kib(), before + FLOOD * 1024 / 10);
 	bufpool_free(p);
 }
 END_TEST
@@ -145,6 +218,8 @@ static Suite *bufpool_suite(void)
 	tcase_add_test(tc, blocks_are_aligned_inside_the_arena_and_reused);
 	tcase_add_test(tc, a_freed_slab_serves_another_size);
 	tcase_add_test(tc, oversized_and_arenaless_requests_use_the_heap);
+	tcase_add_test(tc, heap_buffers_are_returned_to_the_system);
+	tcase_add_test(tc, queued_payloads_leave_half_the_arena);
 	tcase_add_test(tc, threads_never_share_a_block);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1,0 +1,209 @@
+/*
+ * Attacks by one tenant on what the daemon shares around the scheduler,
+ * each made by an unprivileged user in its own cgroup, with a victim user
+ * in another. Behaviour is asserted, not speed: the victim's requests
+ * complete while the attacker's are still queued, and the memory a flood
+ * took goes back. bench/flood measures the latencies.
+ */
+#include "ctl_test_util.h"
+#include "leftovers.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define ATTACKER_UID 2001
+#define VICTIM_UID 2002
+/* The victim's probes: each a stat of a missing name and a read of a 4 KiB file. */
+#define VICTIM_PROBES 40
+/*
+ * The flood runs this long at most. Before the daemon stopped blocking its
+ * workers for write room, a victim next to this flood completed 2 probes in
+ * 10 s, so it could not finish its probes within this time.
+ */
+#define FLOOD_S 90
+
+static char group_attacker[64], group_victim[64];
+static char config_path[512];
+
+static void setup(void)
+{
+	snprintf(group_attacker, sizeof(group_attacker), "/isolation-%d-attacker", (int)getpid());
+	snprintf(group_victim, sizeof(group_victim), "/isolation-%d-victim", (int)getpid());
+	snprintf(config_path, sizeof(config_path), "%s/isolation-%d.conf", TEST_SCRATCH_DIR,
+		 (int)getpid());
+	mkdir(TEST_SCRATCH_DIR, 0755);
+	leftovers_add_dir(config_path);
+	ctl_test_cgroup_make(CG_V2, group_attacker);
+	ctl_test_cgroup_make(CG_V2, group_victim);
+}
+
+static void teardown(void)
+{
+	char kill_path[300];
+	snprintf(kill_path, sizeof(kill_path), "%s%s/cgroup.kill", CG_V2, group_attacker);
+	FILE *f = fopen(kill_path, "w");
+	if (f) {
+		fputs("1\n", f);
+		fclose(f);
+	}
+	ctl_test_cgroups_cleanup();
+	unlink(config_path);
+}
+
+/* The attacker at weight 10, the victim at 100. */
+static void mount_attacker_and_victim(struct test_mount *m)
+{
+	char text[512];
+	snprintf(text, sizeof(text), "[group \"%s\"]\nweight = 10\n\n[group \"%s\"]\nweight = 100\n",
+		 group_attacker, group_victim);
+	test_write_file(config_path, text);
+	const char *args[] = {"-c", config_path, "-o", "allow_other", NULL};
+	test_mount_start(m, args);
+}
+
+/* In a child: joins cgroup GROUP (v2) and becomes uid, with no supplementary groups. */
+static void become(const char *group, uid_t uid)
+{
+	char procs[256], me[32];
+	snprintf(procs, sizeof(procs), "%s%s/cgroup.procs", CG_V2, group);
+	snprintf(me, sizeof(me), "%d\n", (int)getpid());
+	int fd = open(procs, O_WRONLY);
+	if (fd < 0 || write(fd, me, strlen(me)) < 0 || setgroups(0, NULL) < 0 ||
+	    setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+		_exit(90);
+	close(fd);
+}
+
+static long daemon_rss_kib(const struct test_mount *m)
+{
+	return test_proc_number(m->daemon_pid, "status", "VmRSS: %ld kB");
+}
+
+/*
+ * Direct 1 MiB writes from aio at depth 1024 by a weight-10 tenant: the
+ * daemon holds its backlog as queued requests and keeps reading
+ * /dev/fuse, so a weight-100 tenant's lookups and reads are served while
+ * the flood is still queued; and the flood's buffers go back to the
+ * system once it ends.
+ */
+START_TEST(write_flood_does_not_stall_another_tenant_and_its_memory_returns)
+{
+	struct test_mount m;
+	mount_attacker_and_victim(&m);
+	char attacker_dir[400];
+	snprintf(attacker_dir, sizeof(attacker_dir), "%s", test_mnt_path(&m, "attacker"));
+	ck_assert_int_eq(mkdir(attacker_dir, 0755), 0);
+	ck_assert_int_eq(chown(attacker_dir, ATTACKER_UID, ATTACKER_UID), 0);
+	ck_assert_int_eq(test_sh("head -c 4096 /dev/urandom >'%s' && chmod 644 '%s'",
+				 test_mnt_path(&m, "small"), test_mnt_path(&m, "small")), 0);
+	long rss_before_kib = daemon_rss_kib(&m);
+	ck_assert_int_gt(rss_before_kib, 0);
+
+	pid_t fio = fork();
+	ck_assert_int_ge(fio, 0);
+	if (fio == 0) {
+		become(group_attacker, ATTACKER_UID);
+		char dir[500], runtime[32];
+		snprintf(dir, sizeof(dir), "--directory=%s", attacker_dir);
+		snprintf(runtime, sizeof(runtime), "--runtime=%d", FLOOD_S);
+		execlp("fio", "fio", "--name=flood", dir, "--rw=write", "--bs=1M", "--direct=1",
+		       "--ioengine=libaio", "--iodepth=512", "--numjobs=2", "--size=1G",
+		       "--time_based", runtime, "--output=/dev/null", (char *)NULL);
+		_exit(127);
+	}
+	/* The flood is on: hundreds of the attacker's writes are queued in the daemon. */
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_attacker, "queued") > 100);
+	int64_t queued = ctl_test_tenant_u64(m.mnt, group_attacker, "queued");
+	ck_assert_msg(queued > 100, "the flood never queued (queued %lld)", (long long)queued);
+
+	atomic_int *probes_done = mmap(NULL, sizeof(*probes_done), PROT_READ | PROT_WRITE,
+				       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(probes_done, MAP_FAILED);
+	pid_t victim = fork();
+	ck_assert_int_ge(victim, 0);
+	if (victim == 0) {
+		become(group_victim, VICTIM_UID);
+		char missing[400], small[400], buf[8192];
+		snprintf(missing, sizeof(missing), "%s", test_mnt_path(&m, "missing"));
+		snprintf(small, sizeof(small), "%s", test_mnt_path(&m, "small"));
+		for (int i = 0; i < VICTIM_PROBES; i++) {
+			struct stat st;
+			if (stat(missing, &st) == 0 || errno != ENOENT)
+				_exit(1);
+			int fd = open(small, O_RDONLY);
+			if (fd < 0 || read(fd, buf, sizeof(buf)) != 4096 || close(fd) < 0)
+				_exit(2);
+			atomic_store(probes_done, i + 1);
+			usleep(20000);
+		}
+		_exit(0);
+	}
+	int vstatus = -1;
+	ck_assert_int_eq(waitpid(victim, &vstatus, 0), victim);
+	/* Right after: the attacker is still flooding, its writes still queued. */
+	bool flooding = waitpid(fio, NULL, WNOHANG) == 0;
+	int64_t queued_after = ctl_test_tenant_u64(m.mnt, group_attacker, "queued");
+	long peak_kib = test_proc_number(m.daemon_pid, "status", "VmHWM: %ld kB");
+	fprintf(stderr, "isolation: victim %d probes; attacker queued %lld after; daemon RSS %ld KiB before, "
+		"peak %ld KiB\n", atomic_load(probes_done), (long long)queued_after, rss_before_kib,
+		peak_kib);
+	ck_assert(WIFEXITED(vstatus) && WEXITSTATUS(vstatus) == 0);
+	ck_assert_int_eq(atomic_load(probes_done), VICTIM_PROBES);
+	ck_assert_msg(flooding && queued_after > 0,
+		      "the flood was over before the victim's probes were done");
+
+	kill(fio, SIGTERM);
+	ck_assert_int_eq(waitpid(fio, NULL, 0), fio);
+	/*
+	 * The flood's payloads held far more than the daemon's baseline; within
+	 * seconds of its end the daemon is back near that baseline (its buffers
+	 * are unmapped once unused, bufpool_trim).
+	 */
+	ck_assert_int_gt(peak_kib, rss_before_kib + 128 * 1024);
+	long rss_kib = daemon_rss_kib(&m);
+	for (int i = 0; i < 150 && rss_kib > rss_before_kib + 96 * 1024; i++) {
+		usleep(100000);
+		rss_kib = daemon_rss_kib(&m);
+	}
+	fprintf(stderr, "isolation: daemon RSS %ld KiB after the flood\n", rss_kib);
+	ck_assert_int_le(rss_kib, rss_before_kib + 96 * 1024);
+	munmap(probes_done, sizeof(*probes_done));
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+int main(void)
+{
+	test_require_root("isolation", "FUSE mounts, cgroups, other users");
+	if (access("/dev/fuse", R_OK | W_OK) != 0 || access(CG_V2 "/cgroup.procs", W_OK) != 0) {
+		fprintf(stderr, "SKIP: isolation: needs /dev/fuse and cgroup v2 at %s\n", CG_V2);
+		return 77;
+	}
+	if (system("command -v fio >/dev/null") != 0) {
+		fprintf(stderr, "SKIP: isolation: needs fio for its floods\n");
+		return 77;
+	}
+	Suite *s = suite_create("isolation");
+	TCase *tc = tcase_create("attacks");
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, write_flood_does_not_stall_another_tenant_and_its_memory_returns);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
