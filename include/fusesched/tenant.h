@@ -107,7 +107,8 @@ uint32_t tenant_resolve_weight(const struct config *cfg,
 
 /* ---- the table ---------------------------------------------------------- */
 
-/* Requests with pid 0, from invisible pids, or once the table is full. */
+/* Requests with pid 0, from invisible pids, or from new cgroups refused an
+ * id that have no ancestor tenant to share. */
 #define TENANT_ID_DEFAULT 0u
 
 struct tenant_table;
@@ -116,7 +117,11 @@ struct tenant_table_params {
 	const char *proc_root;		/* NULL: "/proc" */
 	/* NULL: discovered from PROC_ROOT/self/mountinfo */
 	const struct tenant_cgroup_roots *roots;
-	uint32_t max_tenants;		/* 0: 4096; ids are < max_tenants */
+	/* 0: 4096; ids are < max_tenants.  The last max_tenants/16 free ids
+	 * (at least 1) go only to cgroups a [group] rule names; the children
+	 * of one cgroup other than the root hold at most max_tenants/8 (at
+	 * least 1). */
+	uint32_t max_tenants;
 	uint32_t cache_entries;		/* 0: 4096; rounded up to a power of 2 */
 };
 
@@ -132,7 +137,10 @@ struct tenant_stats {
 				 * would cost more than the hit itself */
 	uint64_t invisible;	/* pid 0 or no /proc entry */
 	uint64_t pid_reuse_guarded;	/* hits refused: pid may be reused */
-	uint64_t table_full;	/* new cgroups sent to the default tenant */
+	uint64_t table_full;	/* new cgroups refused an id: none free for
+				 * them (only the reserve left, and no rule) */
+	uint64_t subtree_capped;	/* refused: their parent's children hold
+					 * max_tenants/8 ids already */
 	uint64_t retired;
 	uint32_t live_tenants;
 };
@@ -144,7 +152,10 @@ int tenant_table_new(const struct tenant_table_params *params,
 void tenant_table_free(struct tenant_table *table);
 
 /* The tenant of thread PID at NOW_NS.  Never fails: pid 0, vanished or
- * invisible pids and a full table give TENANT_ID_DEFAULT.  A cached answer
+ * invisible pids give TENANT_ID_DEFAULT; a new cgroup refused an id (table
+ * full, or its parent's cap) gets its nearest ancestor's tenant (below the
+ * root; the parent's is created if the parent may have an id), else
+ * TENANT_ID_DEFAULT.  A cached answer
  * is at most cache_ttl_ms old (a moved process is re-attributed within
  * it) and is refused when pid PID may have been reused since. */
 uint32_t tenant_resolve(struct tenant_table *table, pid_t pid,
@@ -173,8 +184,13 @@ int tenant_table_apply_config(struct tenant_table *table,
 			      const struct config *cfg);
 
 /* Retires tenants unused for retire_idle_ms, not held, whose cgroup
- * directory is gone; writes up to MAX retired ids to IDS (so the engine can
- * drop their queues) and returns how many.  Their ids are reused later. */
+ * directory is gone.  While free ids are no more than the reserve it also
+ * retires tenants unused for min(retire_idle_ms, 1 s) and not held, least
+ * recently used first, whose cgroups still exist, until more than the
+ * reserve is free (such a cgroup gets a new id, with fresh stats, on its
+ * next request).  Both take two passes.  Writes up to MAX retired ids to IDS
+ * (so the engine can drop their queues) and returns how many.  Their ids
+ * are reused later. */
 size_t tenant_table_retire(struct tenant_table *table, uint64_t now_ns,
 			   uint32_t *ids, size_t max);
 

@@ -24,6 +24,16 @@
  * an id that has already been freed: phase one bumps the tenant's
  * generation (cache entries for it stop hitting) and marks it retiring; a
  * later pass frees it only if it is still unused, idle and unheld.
+ *
+ * Exhaustion.  Anyone with a delegated cgroup subtree can create thousands
+ * of cgroups, so ids are rationed: the last max_tenants/16 free ids (the
+ * reserve) go only to cgroups a [group] rule names, and the children of one
+ * parent cgroup (other than the root) hold at most max_tenants/8 ids.  A
+ * cgroup refused an id is charged to its nearest ancestor's tenant (the
+ * parent's is created if the parent may have one), else to the default
+ * tenant.  When free ids fall to the reserve, retirement also takes idle,
+ * unheld tenants whose cgroups still exist, least recently used first; such
+ * a cgroup gets a fresh id (and fresh stats) on its next request.
  */
 #include "fusesched/tenant.h"
 
@@ -46,6 +56,10 @@
  * it would bounce its cache line between worker threads. */
 #define TOUCH_GRANULARITY_NS (100u * 1000 * 1000)
 #define NS_PER_MS 1000000ull
+/* Idleness that makes a tenant evictable when ids run short, if
+ * retire_idle_ms is longer: under an exhaustion attack a minute is too long
+ * to wait for room. */
+#define EVICT_IDLE_NS (1000 * NS_PER_MS)
 
 struct cache_slot {
 	alignas(64) _Atomic uint32_t seq;	/* odd while being written */
@@ -65,12 +79,29 @@ struct tenant_rec {
 	/* the rest is under table->lock */
 	bool live;
 	bool retiring;
+	bool evicting;		/* retiring for room, its cgroup still there:
+				 * phase two needs only EVICT_IDLE_NS idle */
 	enum tenant_weight_source source;
 	enum tenant_hierarchy_id hier;
 	char *key;
 	char *v2_path;		/* the creator's paths, for weight files */
 	char *blkio_path;
 	uint32_t next;		/* hash chain */
+	uint32_t parent;	/* struct parent_ent index, NO_ID: top level */
+};
+
+/* Live tenants directly below one cgroup path (under table->lock).  There
+ * are never more entries in use than live tenants, so max_tenants entries
+ * are enough. */
+struct parent_ent {
+	char *path;		/* NULL while free */
+	uint32_t count;
+	uint32_t next;		/* hash chain, or the free list */
+};
+
+struct lru_cand {
+	uint64_t last_used_ns;
+	uint32_t id;
 };
 
 struct tenant_table {
@@ -84,6 +115,12 @@ struct tenant_table {
 	uint32_t bucket_mask;
 	uint32_t *free_ids;
 	uint32_t free_count;
+	uint32_t reserve;	/* free ids only ruled cgroups may take */
+	uint32_t subtree_cap;	/* ids one parent's children may hold */
+	struct parent_ent *parents;
+	uint32_t *parent_buckets;	/* bucket_mask + 1 of them */
+	uint32_t parent_free;
+	struct lru_cand *lru;	/* scratch for tenant_table_retire */
 
 	pthread_mutex_t lock;
 	struct config *cfg;	/* private copy: scalars and rules */
@@ -98,17 +135,23 @@ struct tenant_table {
 	_Atomic uint64_t pid_advance;
 	_Atomic uint64_t sample_ns;
 
-	_Atomic uint64_t misses, invisible, reuse_guarded, table_full, retired;
+	_Atomic uint64_t misses, invisible, reuse_guarded, table_full,
+		subtree_capped, retired;
 	_Atomic uint32_t live;
 };
 
-static uint32_t hash_string(const char *s)
+static uint32_t hash_bytes(const char *s, size_t len)
 {
 	uint32_t h = 2166136261u;
 
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
 	return h;
+}
+
+static uint32_t hash_string(const char *s)
+{
+	return hash_bytes(s, strlen(s));
 }
 
 static uint32_t round_up_pow2(uint32_t v)
@@ -255,60 +298,236 @@ static void rec_set_weight(struct tenant_table *t, struct tenant_rec *rec)
 		memory_order_relaxed);
 }
 
-/* Finds or creates the tenant KEY.  Returns its id (TENANT_ID_DEFAULT when
- * the table is full) and its generation in *gen. */
-static uint32_t registry_get(struct tenant_table *t, const char *key,
-			     enum tenant_hierarchy_id hier, const char *v2_path,
-			     const char *blkio_path, uint64_t now_ns,
-			     uint32_t *gen)
+/* Length of KEY's parent path; 0 when the parent is the root, whose
+ * children (the top-level slices) are not capped. */
+static size_t parent_len(const char *key)
 {
-	uint32_t bucket = hash_string(key) & t->bucket_mask, id;
+	const char *slash = strrchr(key, '/');
+
+	return slash ? (size_t)(slash - key) : 0;
+}
+
+/* The entry for the first LEN bytes of KEY, or NO_ID. */
+static uint32_t parent_find(const struct tenant_table *t, const char *key,
+			    size_t len)
+{
+	uint32_t p = t->parent_buckets[hash_bytes(key, len) & t->bucket_mask];
+
+	for (; p != NO_ID; p = t->parents[p].next)
+		if (strncmp(t->parents[p].path, key, len) == 0 &&
+		    t->parents[p].path[len] == '\0')
+			return p;
+	return NO_ID;
+}
+
+static bool parent_capped(const struct tenant_table *t, const char *key)
+{
+	size_t len = parent_len(key);
+	uint32_t p;
+
+	if (!len)
+		return false;
+	p = parent_find(t, key, len);
+	return p != NO_ID && t->parents[p].count >= t->subtree_cap;
+}
+
+/* Counts a new tenant KEY under its parent; its entry in *out.  False when
+ * out of memory. */
+static bool parent_acquire(struct tenant_table *t, const char *key,
+			   uint32_t *out)
+{
+	size_t len = parent_len(key);
+	uint32_t p, bucket;
+
+	*out = NO_ID;
+	if (!len)
+		return true;
+	p = parent_find(t, key, len);
+	if (p == NO_ID) {
+		p = t->parent_free;
+		if (p == NO_ID)
+			return false;	/* cannot happen: see struct parent_ent */
+		t->parents[p].path = strndup(key, len);
+		if (!t->parents[p].path)
+			return false;
+		t->parent_free = t->parents[p].next;
+		bucket = hash_bytes(key, len) & t->bucket_mask;
+		t->parents[p].count = 0;
+		t->parents[p].next = t->parent_buckets[bucket];
+		t->parent_buckets[bucket] = p;
+	}
+	t->parents[p].count++;
+	*out = p;
+	return true;
+}
+
+static void parent_release(struct tenant_table *t, uint32_t p)
+{
+	struct parent_ent *ent;
+	uint32_t *link;
+
+	if (p == NO_ID)
+		return;
+	ent = &t->parents[p];
+	if (--ent->count)
+		return;
+	link = &t->parent_buckets[hash_string(ent->path) & t->bucket_mask];
+	while (*link != p)
+		link = &t->parents[*link].next;
+	*link = ent->next;
+	free(ent->path);
+	ent->path = NULL;
+	ent->next = t->parent_free;
+	t->parent_free = p;
+}
+
+static uint32_t registry_find(const struct tenant_table *t, const char *key)
+{
+	uint32_t id = t->buckets[hash_string(key) & t->bucket_mask];
+
+	while (id != NO_ID && strcmp(t->recs[id].key, key) != 0)
+		id = t->recs[id].next;
+	return id;
+}
+
+/* A use: the tenant stays (or becomes again) ineligible for retirement. */
+static void rec_revive(struct tenant_rec *rec, uint64_t now_ns)
+{
+	rec->retiring = rec->evicting = false;
+	atomic_store_explicit(&rec->last_used_ns, now_ns, memory_order_relaxed);
+}
+
+enum id_refusal {
+	ID_GRANTED,
+	ID_NONE_FREE,		/* none free, or only the reserve and no rule */
+	ID_SUBTREE_CAPPED,	/* the parent's children hold subtree_cap */
+};
+
+/* Whether the new cgroup KEY may have an id of its own.  A cgroup a [group]
+ * rule names may take any free id: the admin asked for its weight. */
+static enum id_refusal may_take_id(const struct tenant_table *t,
+				   const char *key)
+{
+	bool ruled = tenant_match_rule(t->cfg->groups, t->cfg->group_count,
+				       key) >= 0;
+
+	if (t->free_count == 0 || (!ruled && t->free_count <= t->reserve))
+		return ID_NONE_FREE;
+	if (!ruled && parent_capped(t, key))
+		return ID_SUBTREE_CAPPED;
+	return ID_GRANTED;
+}
+
+/* Creates the tenant KEY with a free id.  NO_ID when out of memory. */
+static uint32_t rec_create(struct tenant_table *t, const char *key,
+			   enum tenant_hierarchy_id hier, const char *v2_path,
+			   const char *blkio_path, uint64_t now_ns)
+{
+	uint32_t bucket = hash_string(key) & t->bucket_mask, id, parent;
 	struct tenant_rec *rec;
 
-	pthread_mutex_lock(&t->lock);
-	for (id = t->buckets[bucket]; id != NO_ID; id = t->recs[id].next)
-		if (strcmp(t->recs[id].key, key) == 0)
-			break;
-	if (id != NO_ID) {
-		rec = &t->recs[id];
-		rec->retiring = false;
-		atomic_store_explicit(&rec->last_used_ns, now_ns,
-				      memory_order_relaxed);
-		goto out;
-	}
 	if (t->free_count == 0)
-		goto full;
+		return NO_ID;
 	id = t->free_ids[t->free_count - 1];
 	rec = &t->recs[id];
 	rec->key = strdup(key);
 	rec->v2_path = dup_or_null(v2_path);
 	rec->blkio_path = dup_or_null(blkio_path);
 	if (!rec->key || (v2_path && !rec->v2_path) ||
-	    (blkio_path && !rec->blkio_path)) {
+	    (blkio_path && !rec->blkio_path) ||
+	    !parent_acquire(t, key, &parent)) {
 		free(rec->key);
 		free(rec->v2_path);
 		free(rec->blkio_path);
 		rec->key = rec->v2_path = rec->blkio_path = NULL;
-		goto full;
+		return NO_ID;
 	}
 	t->free_count--;
+	rec->parent = parent;
 	rec->hier = hier;
 	rec->live = true;
-	rec->retiring = false;
+	rec->retiring = rec->evicting = false;
 	rec_set_weight(t, rec);
 	atomic_store_explicit(&rec->last_used_ns, now_ns, memory_order_relaxed);
 	rec->next = t->buckets[bucket];
 	t->buckets[bucket] = id;
 	atomic_fetch_add_explicit(&t->live, 1, memory_order_relaxed);
+	return id;
+}
+
+/* For a cgroup refused an id: the tenant of its nearest ancestor below the
+ * root that has one, or of its parent if the parent may take an id itself,
+ * so a capped subtree's extra children share their parent's weight rather
+ * than the default.  NO_ID if there is none. */
+static uint32_t ancestor_tenant(struct tenant_table *t, const char *key,
+				enum tenant_hierarchy_id hier, uint64_t now_ns)
+{
+	char path[TENANT_PATH_MAX];
+	bool is_parent = true;
+	size_t len = strlen(key);
+	uint32_t id;
+
+	if (len >= sizeof(path))
+		return NO_ID;	/* cannot happen: keys fit TENANT_PATH_MAX */
+	memcpy(path, key, len + 1);
+	while ((len = parent_len(path)) > 0) {
+		path[len] = '\0';
+		id = registry_find(t, path);
+		if (id != NO_ID) {
+			rec_revive(&t->recs[id], now_ns);
+			return id;
+		}
+		/* only the parent: its weight files are at a known path in
+		 * the key's hierarchy, and it adds one tenant, not a chain */
+		if (is_parent && may_take_id(t, path) == ID_GRANTED) {
+			id = rec_create(t, path, hier,
+					hier == TENANT_HIER_V2 ? path : NULL,
+					hier == TENANT_HIER_BLKIO ? path : NULL,
+					now_ns);
+			if (id != NO_ID)
+				return id;
+		}
+		is_parent = false;
+	}
+	return NO_ID;
+}
+
+/* Finds or creates the tenant KEY.  Returns its id (or, when KEY may not
+ * have one, its ancestor's or TENANT_ID_DEFAULT) and that tenant's
+ * generation in *gen. */
+static uint32_t registry_get(struct tenant_table *t, const char *key,
+			     enum tenant_hierarchy_id hier, const char *v2_path,
+			     const char *blkio_path, uint64_t now_ns,
+			     uint32_t *gen)
+{
+	enum id_refusal why;
+	uint32_t id;
+
+	pthread_mutex_lock(&t->lock);
+	id = registry_find(t, key);
+	if (id != NO_ID) {
+		rec_revive(&t->recs[id], now_ns);
+		goto out;
+	}
+	why = may_take_id(t, key);
+	if (why == ID_GRANTED) {
+		id = rec_create(t, key, hier, v2_path, blkio_path, now_ns);
+		if (id == NO_ID)
+			why = ID_NONE_FREE;	/* out of memory */
+	}
+	if (why != ID_GRANTED) {
+		atomic_fetch_add_explicit(why == ID_SUBTREE_CAPPED
+						  ? &t->subtree_capped
+						  : &t->table_full,
+					  1, memory_order_relaxed);
+		id = ancestor_tenant(t, key, hier, now_ns);
+		if (id == NO_ID)
+			id = TENANT_ID_DEFAULT;
+	}
 out:
-	*gen = atomic_load_explicit(&rec->gen, memory_order_relaxed);
+	*gen = atomic_load_explicit(&t->recs[id].gen, memory_order_relaxed);
 	pthread_mutex_unlock(&t->lock);
 	return id;
-full:
-	atomic_fetch_add_explicit(&t->table_full, 1, memory_order_relaxed);
-	*gen = atomic_load_explicit(&t->recs[0].gen, memory_order_relaxed);
-	pthread_mutex_unlock(&t->lock);
-	return TENANT_ID_DEFAULT;
 }
 
 /* Copies LEN bytes of S into DST as a string; false if it does not fit. */
@@ -513,17 +732,31 @@ int tenant_table_new(const struct tenant_table_params *params,
 	t->recs = aligned_alloc(64, max_tenants * sizeof(*t->recs));
 	t->buckets = malloc(nbuckets * sizeof(*t->buckets));
 	t->free_ids = malloc(max_tenants * sizeof(*t->free_ids));
+	t->parents = calloc(max_tenants, sizeof(*t->parents));
+	t->parent_buckets = malloc(nbuckets * sizeof(*t->parent_buckets));
+	t->lru = malloc(max_tenants * sizeof(*t->lru));
 	pthread_mutex_init(&t->lock, NULL);
 	pthread_mutex_init(&t->sample_lock, NULL);
-	if (!t->cache || !t->recs || !t->buckets || !t->free_ids) {
+	if (!t->cache || !t->recs || !t->buckets || !t->free_ids ||
+	    !t->parents || !t->parent_buckets || !t->lru) {
+		if (t->recs)	/* tenant_table_free frees their keys */
+			memset(t->recs, 0, max_tenants * sizeof(*t->recs));
 		tenant_table_free(t);
 		return fail(err, err_len, -ENOMEM, "allocating");
 	}
 	memset(t->cache, 0, entries * sizeof(*t->cache));
 	memset(t->recs, 0, max_tenants * sizeof(*t->recs));
 	memset(t->buckets, 0xff, nbuckets * sizeof(*t->buckets));
+	memset(t->parent_buckets, 0xff, nbuckets * sizeof(*t->parent_buckets));
 	for (uint32_t id = max_tenants - 1; id > 0; id--)
 		t->free_ids[t->free_count++] = id;
+	for (uint32_t p = 0; p < max_tenants; p++) {
+		t->recs[p].parent = NO_ID;
+		t->parents[p].next = p + 1 < max_tenants ? p + 1 : NO_ID;
+	}
+	t->parent_free = 0;
+	t->reserve = max_tenants / 16 ? max_tenants / 16 : 1;
+	t->subtree_cap = max_tenants / 8 ? max_tenants / 8 : 1;
 
 	if (params && params->roots) {
 		t->roots = *params->roots;
@@ -571,6 +804,9 @@ void tenant_table_free(struct tenant_table *t)
 			free(t->recs[id].blkio_path);
 		}
 	}
+	if (t->parents)
+		for (uint32_t p = 0; p < t->max_tenants; p++)
+			free(t->parents[p].path);
 	config_free(t->cfg);
 	pthread_mutex_destroy(&t->lock);
 	pthread_mutex_destroy(&t->sample_lock);
@@ -578,6 +814,9 @@ void tenant_table_free(struct tenant_table *t)
 	free(t->recs);
 	free(t->buckets);
 	free(t->free_ids);
+	free(t->parents);
+	free(t->parent_buckets);
+	free(t->lru);
 	free(t);
 }
 
@@ -644,6 +883,15 @@ static bool cgroup_gone(const struct tenant_table *t,
 	return stat(path, &st) != 0 && errno == ENOENT;
 }
 
+static int lru_cmp(const void *a, const void *b)
+{
+	const struct lru_cand *x = a, *y = b;
+
+	if (x->last_used_ns != y->last_used_ns)
+		return x->last_used_ns < y->last_used_ns ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
 static void registry_unlink(struct tenant_table *t, uint32_t id)
 {
 	uint32_t *link = &t->buckets[hash_string(t->recs[id].key) &
@@ -654,49 +902,99 @@ static void registry_unlink(struct tenant_table *t, uint32_t id)
 	*link = t->recs[id].next;
 }
 
+static void rec_free(struct tenant_table *t, uint32_t id)
+{
+	struct tenant_rec *rec = &t->recs[id];
+
+	registry_unlink(t, id);
+	parent_release(t, rec->parent);
+	free(rec->key);
+	free(rec->v2_path);
+	free(rec->blkio_path);
+	rec->key = rec->v2_path = rec->blkio_path = NULL;
+	rec->parent = NO_ID;
+	rec->live = rec->retiring = rec->evicting = false;
+	atomic_store_explicit(&rec->weight, 0, memory_order_relaxed);
+	t->free_ids[t->free_count++] = id;
+	atomic_fetch_sub_explicit(&t->live, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->retired, 1, memory_order_relaxed);
+}
+
+/* Phase one for the WANT least recently used tenants idle for IDLE_NS and
+ * unheld, whether or not their cgroups still exist. */
+static void evict_lru(struct tenant_table *t, uint64_t now_ns, int64_t idle_ns,
+		      uint32_t want)
+{
+	uint32_t count = 0;
+
+	for (uint32_t id = 1; id < t->max_tenants; id++) {
+		struct tenant_rec *rec = &t->recs[id];
+		uint64_t last;
+
+		if (!rec->live || rec->retiring ||
+		    atomic_load_explicit(&rec->holds, memory_order_relaxed))
+			continue;
+		last = atomic_load_explicit(&rec->last_used_ns,
+					    memory_order_relaxed);
+		if ((int64_t)(now_ns - last) >= idle_ns)
+			t->lru[count++] = (struct lru_cand){ last, id };
+	}
+	if (count > want)
+		qsort(t->lru, count, sizeof(*t->lru), lru_cmp);
+	for (uint32_t i = 0; i < count && i < want; i++) {
+		struct tenant_rec *rec = &t->recs[t->lru[i].id];
+
+		rec->retiring = rec->evicting = true;
+		atomic_fetch_add_explicit(&rec->gen, 1, memory_order_release);
+	}
+}
+
 size_t tenant_table_retire(struct tenant_table *t, uint64_t now_ns,
 			   uint32_t *ids, size_t max)
 {
+	uint32_t pending = 0;	/* retiring, to be freed at a later pass */
+	int64_t idle_ns, evict_idle_ns;
 	size_t n = 0;
-	int64_t idle_ns;
 
 	pthread_mutex_lock(&t->lock);
 	idle_ns = (int64_t)t->cfg->tenants.retire_idle_ms * (int64_t)NS_PER_MS;
+	evict_idle_ns = idle_ns < (int64_t)EVICT_IDLE_NS ? idle_ns
+							 : (int64_t)EVICT_IDLE_NS;
 	for (uint32_t id = 1; id < t->max_tenants; id++) {
 		struct tenant_rec *rec = &t->recs[id];
-		bool busy;
+		bool held;
+		int64_t idle_for_ns;
 
 		if (!rec->live)
 			continue;
-		busy = atomic_load_explicit(&rec->holds, memory_order_relaxed) ||
-		       (int64_t)(now_ns - atomic_load_explicit(
-						  &rec->last_used_ns,
-						  memory_order_relaxed)) <
-			       idle_ns;
-		if (busy) {
-			rec->retiring = false;
-		} else if (rec->retiring) {
-			if (n == max)
-				continue;
-			registry_unlink(t, id);
-			free(rec->key);
-			free(rec->v2_path);
-			free(rec->blkio_path);
-			rec->key = rec->v2_path = rec->blkio_path = NULL;
-			rec->live = rec->retiring = false;
-			atomic_store_explicit(&rec->weight, 0,
-					      memory_order_relaxed);
-			t->free_ids[t->free_count++] = id;
-			atomic_fetch_sub_explicit(&t->live, 1,
-						  memory_order_relaxed);
-			atomic_fetch_add_explicit(&t->retired, 1,
-						  memory_order_relaxed);
-			ids[n++] = id;
-		} else if (cgroup_gone(t, rec)) {
+		held = atomic_load_explicit(&rec->holds, memory_order_relaxed);
+		idle_for_ns = (int64_t)(now_ns - atomic_load_explicit(
+							 &rec->last_used_ns,
+							 memory_order_relaxed));
+		if (rec->retiring) {
+			if (held || idle_for_ns < (rec->evicting ? evict_idle_ns
+								 : idle_ns)) {
+				rec->retiring = rec->evicting = false;
+			} else if (n < max) {
+				rec_free(t, id);
+				ids[n++] = id;
+			} else {
+				pending++;
+			}
+		} else if (!held && idle_for_ns >= idle_ns &&
+			   cgroup_gone(t, rec)) {
 			rec->retiring = true;
 			atomic_fetch_add_explicit(&rec->gen, 1,
 						  memory_order_release);
+			pending++;
 		}
+	}
+	/* nearly full: make room until unruled cgroups may take ids again */
+	if (t->free_count + pending <= t->reserve) {
+		uint32_t want = t->reserve + 1 - t->free_count - pending;
+
+		evict_lru(t, now_ns, evict_idle_ns,
+			  want < max ? want : (uint32_t)max);
 	}
 	pthread_mutex_unlock(&t->lock);
 	return n;
@@ -709,6 +1007,7 @@ void tenant_table_get_stats(const struct tenant_table *t,
 	out->invisible = atomic_load(&t->invisible);
 	out->pid_reuse_guarded = atomic_load(&t->reuse_guarded);
 	out->table_full = atomic_load(&t->table_full);
+	out->subtree_capped = atomic_load(&t->subtree_capped);
 	out->retired = atomic_load(&t->retired);
 	out->live_tenants = atomic_load(&t->live);
 }

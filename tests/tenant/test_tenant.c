@@ -475,7 +475,9 @@ START_TEST(table_full_and_small_cache)
 	struct tenant_stats st;
 	char text[64];
 
-	fixture_open(&f, "[tenants]\ncache_ttl_ms = 0\n", 3, 1);
+	/* two ids; the last one is the reserve, which only /b's rule may take */
+	fixture_open(&f, "[tenants]\ncache_ttl_ms = 0\n"
+			 "[group \"/b\"]\nweight = 200\n", 3, 1);
 	set_cgroup(&f, 20000, "0::/a\n");
 	set_cgroup(&f, 20001, "0::/b\n");
 	set_cgroup(&f, 20002, "0::/c\n");
@@ -506,6 +508,192 @@ START_TEST(table_full_and_small_cache)
 								  (uint64_t)round * MS)),
 					 want);
 		}
+	fixture_close(&f);
+}
+END_TEST
+
+/* ---- exhaustion: reserve, subtree cap, eviction --------------------------- */
+
+/* Puts pid PID in cgroup PATH (v2) and resolves it at NOW_NS. */
+static uint32_t resolve_in(struct fixture *f, int pid, const char *path,
+			   uint64_t now_ns)
+{
+	char text[TENANT_PATH_MAX + 16];
+
+	snprintf(text, sizeof(text), "0::%s\n", path);
+	set_cgroup(f, pid, text);
+	return tenant_resolve(f->table, pid, now_ns);
+}
+
+/* max_tenants 64: 63 ids, a reserve of 4, 8 per parent. */
+START_TEST(table_subtree_cap)
+{
+	struct fixture f;
+	struct tenant_stats st;
+	struct tenant_info info;
+	char path[64];
+	uint32_t id, u1 = 0, deleg, own[8];
+	int pid = 20000;
+
+	fixture_open(&f, "[group \"/gold\"]\nweight = 500\n", 64, 0);
+
+	/* a delegated subtree: 8 children get ids, the rest share /user/u1,
+	 * whose tenant is created for them (/user is under its cap) */
+	for (int i = 0; i < 20; i++) {
+		snprintf(path, sizeof(path), "/user/u1/k%d", i);
+		id = resolve_in(&f, pid++, path, 0);
+		ck_assert_uint_ne(id, TENANT_ID_DEFAULT);
+		if (i < 8) {
+			own[i] = id;
+			ck_assert_str_eq(path_of(&f, id), path);
+			continue;
+		}
+		if (i == 8)
+			u1 = id;
+		ck_assert_uint_eq(id, u1);
+		ck_assert_str_eq(path_of(&f, id), "/user/u1");
+	}
+	for (int i = 0; i < 8; i++)
+		for (int j = 0; j < i; j++)
+			ck_assert_uint_ne(own[i], own[j]);
+	tenant_table_get_stats(f.table, &st);
+	ck_assert_uint_eq(st.live_tenants, 1 + 8 + 1);
+	ck_assert_uint_eq(st.subtree_capped, 12);
+
+	/* a parent that already has a tenant: its extra children share it */
+	deleg = resolve_in(&f, pid++, "/deleg", 0);
+	for (int i = 0; i < 8; i++) {
+		snprintf(path, sizeof(path), "/deleg/x%d", i);
+		ck_assert_uint_ne(resolve_in(&f, pid++, path, 0), deleg);
+	}
+	ck_assert_uint_eq(resolve_in(&f, pid++, "/deleg/x8", 0), deleg);
+
+	/* unconfigured top-level cgroups take what they may (parent "/" is
+	 * not capped) and stop at the reserve */
+	tenant_table_get_stats(f.table, &st);
+	for (int i = 0, room = 64 - 4 - (int)st.live_tenants; i < room; i++) {
+		snprintf(path, sizeof(path), "/t%d", i);
+		ck_assert_str_eq(path_of(&f, resolve_in(&f, pid++, path, 0)),
+				 path);
+	}
+	ck_assert_uint_eq(resolve_in(&f, pid++, "/late", 0), TENANT_ID_DEFAULT);
+	/* refused for want of ids now, a capped child still finds its parent,
+	 * and a new subtree's child falls back past its parent (which may not
+	 * take an id either) to the default tenant */
+	ck_assert_uint_eq(resolve_in(&f, pid++, "/user/u1/k99", 0), u1);
+	ck_assert_uint_eq(resolve_in(&f, pid++, "/user/u2/k0", 0),
+			  TENANT_ID_DEFAULT);
+
+	/* the configured cgroup still gets its own id and weight */
+	id = resolve_in(&f, pid++, "/gold", 0);
+	ck_assert_uint_ne(id, TENANT_ID_DEFAULT);
+	ck_assert_int_eq(tenant_get_info(f.table, id, &info), 0);
+	ck_assert_str_eq(info.path, "/gold");
+	ck_assert_uint_eq(info.weight, 500);
+	ck_assert_int_eq(info.weight_source, TENANT_WEIGHT_FROM_RULE);
+	fixture_close(&f);
+}
+END_TEST
+
+START_TEST(table_reserve_for_rules)
+{
+	struct fixture f;
+	struct tenant_stats st;
+	char path[64];
+	int own = 0;
+
+	fixture_open(&f, "[group \"/gold*\"]\nweight = 500\n", 64, 0);
+	/* 80 parents with one child each: no cap applies, only the reserve */
+	for (int i = 0; i < 80; i++) {
+		snprintf(path, sizeof(path), "/p%d/c", i);
+		if (resolve_in(&f, 20000 + i, path, 0) != TENANT_ID_DEFAULT)
+			own++;
+	}
+	ck_assert_int_eq(own, 63 - 4);
+	tenant_table_get_stats(f.table, &st);
+	ck_assert_uint_eq(st.table_full, 80 - 59);
+	ck_assert_uint_eq(st.subtree_capped, 0);
+
+	/* rules take the reserve, to the last id */
+	for (int i = 0; i < 4; i++) {
+		uint32_t id;
+
+		snprintf(path, sizeof(path), "/gold%d", i);
+		id = resolve_in(&f, 21000 + i, path, 0);
+		ck_assert_str_eq(path_of(&f, id), path);
+		ck_assert_uint_eq(tenant_weight(f.table, id), 500);
+	}
+	ck_assert_uint_eq(resolve_in(&f, 21004, "/gold4", 0), TENANT_ID_DEFAULT);
+	tenant_table_get_stats(f.table, &st);
+	ck_assert_uint_eq(st.live_tenants, 64);
+	fixture_close(&f);
+}
+END_TEST
+
+START_TEST(table_evicts_lru_when_nearly_full)
+{
+	struct fixture f;
+	struct tenant_stats st;
+	uint32_t ids[64], c[59], n;
+	char path[64];
+
+	fixture_open(&f, "[tenants]\nretire_idle_ms = 60000\n"
+			 "[group \"/gold\"]\nweight = 500\n"
+			 "[group \"/silver\"]\nweight = 500\n", 64, 0);
+	/* 59 idle tenants whose cgroups exist, used in order c0, c1, ... */
+	for (int i = 0; i < 59; i++) {
+		snprintf(path, sizeof(path), "v2/c%d/cgroup.procs", i);
+		fake_tree_write(f.cg, path, "");
+		snprintf(path, sizeof(path), "/c%d", i);
+		c[i] = resolve_in(&f, 20000 + i, path, (uint64_t)i * MS);
+		ck_assert_str_eq(path_of(&f, c[i]), path);
+	}
+	ck_assert_uint_eq(resolve_in(&f, 20100, "/new", 100 * MS),
+			  TENANT_ID_DEFAULT);
+	/* rules eat into the reserve: 2 free, 3 to make */
+	resolve_in(&f, 20101, "/gold", 100 * MS);
+	resolve_in(&f, 20102, "/silver", 100 * MS);
+	tenant_hold(f.table, c[0]);
+	/* nobody idle for 1 s yet: nothing */
+	ck_assert_uint_eq(tenant_table_retire(f.table, 500 * MS, ids, 64), 0);
+	tenant_resolve(f.table, 20001, 2500 * MS);	/* c1 used again */
+
+	/* phase one for c2, c3, c4; c3 is used before phase two */
+	ck_assert_uint_eq(tenant_table_retire(f.table, 3000 * MS, ids, 64), 0);
+	ck_assert_uint_eq(tenant_resolve(f.table, 20003, 3500 * MS), c[3]);
+	n = (uint32_t)tenant_table_retire(f.table, 4000 * MS, ids, 64);
+	ck_assert_uint_eq(n, 2);
+	ck_assert(ids[0] == c[2] || ids[1] == c[2]);
+	ck_assert(ids[0] == c[4] || ids[1] == c[4]);
+	ck_assert_str_eq(path_of(&f, c[2]), "(none)");
+	ck_assert_str_eq(path_of(&f, c[4]), "(none)");
+	ck_assert_str_eq(path_of(&f, c[0]), "/c0");	/* held */
+	ck_assert_str_eq(path_of(&f, c[1]), "/c1");
+	ck_assert_str_eq(path_of(&f, c[3]), "/c3");
+	ck_assert_str_eq(path_of(&f, c[5]), "/c5");
+	/* 4 free is still not above the reserve: c5 goes next */
+	ck_assert_uint_eq(tenant_table_retire(f.table, 5000 * MS, ids, 64), 1);
+	ck_assert_uint_eq(ids[0], c[5]);
+	ck_assert_uint_eq(tenant_table_retire(f.table, 6000 * MS, ids, 64), 0);
+	ck_assert_str_eq(path_of(&f, c[0]), "/c0");
+	ck_assert_str_eq(path_of(&f, c[6]), "/c6");
+
+	/* room for a new cgroup, which uses it up again */
+	ck_assert_str_eq(path_of(&f, resolve_in(&f, 20100, "/new", 6000 * MS)),
+			 "/new");
+	ck_assert_uint_eq(tenant_resolve(f.table, 20002, 6000 * MS),
+			  TENANT_ID_DEFAULT);
+	/* c6 makes room, and retired c2, its cgroup in use again, gets a
+	 * fresh id */
+	ck_assert_uint_eq(tenant_table_retire(f.table, 7000 * MS, ids, 64), 0);
+	ck_assert_uint_eq(tenant_table_retire(f.table, 8000 * MS, ids, 64), 1);
+	ck_assert_uint_eq(ids[0], c[6]);
+	ck_assert_str_eq(path_of(&f, tenant_resolve(f.table, 20002, 8000 * MS)),
+			 "/c2");
+	tenant_table_get_stats(f.table, &st);
+	ck_assert_uint_eq(st.retired, 4);
+	ck_assert_str_eq(path_of(&f, c[0]), "/c0");
+	tenant_release(f.table, c[0]);
 	fixture_close(&f);
 }
 END_TEST
@@ -572,6 +760,9 @@ static Suite *tenant_suite(void)
 	tcase_add_test(table, table_apply_config);
 	tcase_add_test(table, table_retire_and_holds);
 	tcase_add_test(table, table_full_and_small_cache);
+	tcase_add_test(table, table_subtree_cap);
+	tcase_add_test(table, table_reserve_for_rules);
+	tcase_add_test(table, table_evicts_lru_when_nearly_full);
 	tcase_add_test(table, table_concurrent_hits);
 	tcase_set_timeout(table, 60);
 	suite_add_tcase(s, pure);
