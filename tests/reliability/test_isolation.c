@@ -33,13 +33,17 @@
  */
 #define FLOOD_S 90
 
-static char group_attacker[64], group_victim[64];
+/* More child cgroups than the tenant table has ids (4096). */
+#define SPRAY_CGROUPS 4100
+
+static char group_attacker[64], group_victim[64], group_configured[64];
 static char config_path[512];
 
 static void setup(void)
 {
 	snprintf(group_attacker, sizeof(group_attacker), "/isolation-%d-attacker", (int)getpid());
 	snprintf(group_victim, sizeof(group_victim), "/isolation-%d-victim", (int)getpid());
+	snprintf(group_configured, sizeof(group_configured), "/isolation-%d-configured", (int)getpid());
 	snprintf(config_path, sizeof(config_path), "%s/isolation-%d.conf", TEST_SCRATCH_DIR,
 		 (int)getpid());
 	mkdir(TEST_SCRATCH_DIR, 0755);
@@ -57,16 +61,25 @@ static void teardown(void)
 		fputs("1\n", f);
 		fclose(f);
 	}
+	/* The sprayed children, if a test made them (their processes are gone with cgroup.kill). */
+	for (int i = 0; i < SPRAY_CGROUPS; i++) {
+		char child[128];
+		snprintf(child, sizeof(child), "%s%s/c%d", CG_V2, group_attacker, i);
+		for (int tries = 0; rmdir(child) < 0 && errno == EBUSY && tries < 100; tries++)
+			usleep(10000);
+	}
 	ctl_test_cgroups_cleanup();
 	unlink(config_path);
 }
 
-/* The attacker at weight 10, the victim at 100. */
+/* The attacker at weight 10, the victim at 100, a third cgroup at 500; no pid cache. */
 static void mount_attacker_and_victim(struct test_mount *m)
 {
-	char text[512];
-	snprintf(text, sizeof(text), "[group \"%s\"]\nweight = 10\n\n[group \"%s\"]\nweight = 100\n",
-		 group_attacker, group_victim);
+	char text[768];
+	snprintf(text, sizeof(text),
+		 "[tenants]\ncache_ttl_ms = 0\n\n[group \"%s\"]\nweight = 10\n\n"
+		 "[group \"%s\"]\nweight = 100\n\n[group \"%s\"]\nweight = 500\n",
+		 group_attacker, group_victim, group_configured);
 	test_write_file(config_path, text);
 	const char *args[] = {"-c", config_path, "-o", "allow_other", NULL};
 	test_mount_start(m, args);
@@ -123,8 +136,8 @@ START_TEST(write_flood_does_not_stall_another_tenant_and_its_memory_returns)
 		_exit(127);
 	}
 	/* The flood is on: hundreds of the attacker's writes are queued in the daemon. */
-	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_attacker, "queued") > 100);
-	int64_t queued = ctl_test_tenant_u64(m.mnt, group_attacker, "queued");
+	int64_t queued = 0;
+	CTL_TEST_POLL((queued = ctl_test_tenant_u64(m.mnt, group_attacker, "queued")) > 100);
 	ck_assert_msg(queued > 100, "the flood never queued (queued %lld)", (long long)queued);
 
 	atomic_int *probes_done = mmap(NULL, sizeof(*probes_done), PROT_READ | PROT_WRITE,
@@ -183,6 +196,89 @@ START_TEST(write_flood_does_not_stall_another_tenant_and_its_memory_returns)
 }
 END_TEST
 
+/* The tenant rows whose cgroup lies below PREFIX/. */
+static int tenants_below(const char *mnt, const char *prefix)
+{
+	struct json_object *mount, *doc = ctl_test_stat(mnt, &mount), *tenants;
+	int n = 0;
+	size_t len = strlen(prefix);
+	if (json_object_object_get_ex(mount, "tenants", &tenants))
+		for (size_t i = 0; i < json_object_array_length(tenants); i++) {
+			struct json_object *cg;
+			const char *path = json_object_object_get_ex(json_object_array_get_idx(tenants, i),
+								     "cgroup", &cg)
+						   ? json_object_get_string(cg) : "";
+			n += strncmp(path, prefix, len) == 0 && path[len] == '/';
+		}
+	json_object_put(doc);
+	return n;
+}
+
+/*
+ * A user given a delegated cgroup subtree creates more child cgroups than
+ * the tenant table has ids and touches the mount from each: a cgroup the
+ * config names, created afterwards, still gets its own row and weight.
+ */
+START_TEST(cgroup_spray_leaves_a_configured_cgroup_its_weight)
+{
+	struct test_mount m;
+	mount_attacker_and_victim(&m);
+	/* Delegation, as systemd does it: the subtree's directory and its process list. */
+	char path[256];
+	snprintf(path, sizeof(path), "%s%s", CG_V2, group_attacker);
+	ck_assert_int_eq(chown(path, ATTACKER_UID, ATTACKER_UID), 0);
+	snprintf(path, sizeof(path), "%s%s/cgroup.procs", CG_V2, group_attacker);
+	ck_assert_int_eq(chown(path, ATTACKER_UID, ATTACKER_UID), 0);
+	ck_assert_int_eq(test_sh("head -c 4096 /dev/urandom >'%s' && chmod 644 '%s'",
+				 test_mnt_path(&m, "small"), test_mnt_path(&m, "small")), 0);
+
+	pid_t sprayer = fork();
+	ck_assert_int_ge(sprayer, 0);
+	if (sprayer == 0) {
+		become(group_attacker, ATTACKER_UID);
+		char me[32], child[128], procs[160];
+		snprintf(me, sizeof(me), "%d\n", (int)getpid());
+		for (int i = 0; i < SPRAY_CGROUPS; i++) {
+			snprintf(child, sizeof(child), "%s%s/c%d", CG_V2, group_attacker, i);
+			snprintf(procs, sizeof(procs), "%s/cgroup.procs", child);
+			if (mkdir(child, 0755) < 0)
+				_exit(1);
+			int fd = open(procs, O_WRONLY);
+			if (fd < 0 || write(fd, me, strlen(me)) < 0)
+				_exit(2);
+			close(fd);
+			char buf[4096];
+			fd = open(test_mnt_path(&m, "small"), O_RDONLY);
+			if (fd < 0 || read(fd, buf, sizeof(buf)) != 4096 || close(fd) < 0)
+				_exit(3);
+		}
+		_exit(0);
+	}
+	int status = -1;
+	ck_assert_int_eq(waitpid(sprayer, &status, 0), sprayer);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the sprayer failed (%d)", status);
+
+	ctl_test_cgroup_make(CG_V2, group_configured);
+	pid_t configured = fork();
+	ck_assert_int_ge(configured, 0);
+	if (configured == 0) {
+		become(group_configured, VICTIM_UID);
+		char buf[4096];
+		int fd = open(test_mnt_path(&m, "small"), O_RDONLY);
+		_exit(fd >= 0 && read(fd, buf, sizeof(buf)) == 4096 && close(fd) == 0 ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(configured, &status, 0), configured);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	int64_t weight = ctl_test_tenant_u64(m.mnt, group_configured, "weight");
+	int sprayed = tenants_below(m.mnt, group_attacker);
+	fprintf(stderr, "isolation: %d sprayed cgroups have tenants of their own; the configured one "
+		"has weight %lld\n", sprayed, (long long)weight);
+	ck_assert_int_eq(weight, 500);
+	ck_assert_int_le(sprayed, 4096 / 8);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 int main(void)
 {
 	test_require_root("isolation", "FUSE mounts, cgroups, other users");
@@ -200,6 +296,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, write_flood_does_not_stall_another_tenant_and_its_memory_returns);
+	tcase_add_test(tc, cgroup_spray_leaves_a_configured_cgroup_its_weight);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
