@@ -1,11 +1,17 @@
 /*
- * The data path: the one boundary every data operation crosses.
+ * The data path: the one boundary every scheduled request crosses.
  *
  * fs/ turns READ, WRITE, FSYNC, FDATASYNC, FALLOCATE and COPY_FILE_RANGE into
  * a struct datapath_req and hands it to a datapath. The datapath owns the
  * request from then on and replies to FUSE exactly once. The io_uring engine
  * (engine.h) is the datapath: it queues each request per tenant, lets the
  * scheduler choose, and replies from completions.
+ *
+ * Every other request (lookup, create, unlink, readdir, setattr, xattrs,
+ * ...) is metadata. fs/'s channel asks meta_now whether one may run at
+ * once in the worker that read it; if not, it hands it over as
+ * DATAPATH_META, a request the datapath queues and schedules like any
+ * other and runs on one of its threads at its turn (run answers FUSE).
  */
 #ifndef FUSESCHED_DATAPATH_H
 #define FUSESCHED_DATAPATH_H
@@ -25,6 +31,7 @@ enum datapath_op {
 	DATAPATH_FDATASYNC,
 	DATAPATH_FALLOCATE,
 	DATAPATH_COPY_RANGE,
+	DATAPATH_META,             /* a metadata request run at its turn: meta_run answers it */
 };
 
 /* An open file of the backing directory (fuse_file_info.fh points at one). */
@@ -53,6 +60,15 @@ struct datapath_req {
 	unsigned int copy_flags;
 	/* Caller, for attribution; pid 0 means writeback, mmap or not visible. */
 	pid_t pid;
+	/* META: runs the request and answers it, on a datapath thread. */
+	void (*meta_run)(void *arg);
+	void *meta_arg;
+};
+
+/* A metadata request that runs at once in its worker: whose, since when. */
+struct datapath_meta_ticket {
+	uint32_t tenant;
+	uint64_t start_ns;
 };
 
 /*
@@ -78,6 +94,13 @@ struct datapath {
 	 */
 	int (*file_opened)(struct datapath *self, struct datapath_file *f);
 	void (*file_released)(struct datapath *self, struct datapath_file *f);
+	/*
+	 * May a metadata request of pid run now in the calling worker? True
+	 * while nobody else has requests to be fair to (fills *ticket; call
+	 * meta_ran once it ran); false: submit it as DATAPATH_META. NULL: always.
+	 */
+	bool (*meta_now)(struct datapath *self, pid_t pid, struct datapath_meta_ticket *ticket);
+	void (*meta_ran)(struct datapath *self, const struct datapath_meta_ticket *ticket);
 };
 
 #endif

@@ -31,7 +31,20 @@
 /* Opener credential sets kept registered with nobody's file open; in use at once. */
 #define PERSONALITIES_IDLE_MAX 64u
 #define PERSONALITIES_LIVE_MAX 4096u
-#define BLOCKING_THREADS 2u
+/*
+ * Blocking executors: as many as requests may be at the store (max_inflight,
+ * up to this), so a dispatched request never waits for a thread; idle ones
+ * cost nothing.
+ */
+#define EXECUTORS_MAX 64u
+#define EXECUTORS_MIN 2u
+/* Nobody, or several tenants, have requests (engine.meta_sole). */
+#define META_NOBODY UINT32_MAX
+#define META_MANY (UINT32_MAX - 1)
+/* A tenant whose requests ran unscheduled within this counts as active. */
+#define INLINE_ACTIVE_NS (100u * 1000 * 1000)
+/* last_inline_ns is written at most this often per tenant. */
+#define INLINE_STAMP_NS (1000u * 1000)
 /*
  * A copy_file_range runs this much at a time and answers how much it
  * copied (callers loop on short copies, as they must on any filesystem):
@@ -71,6 +84,8 @@ struct engine_req {
 	int held_res;              /* -ENOMEM: the reactor refused it, the worker finishes it */
 	bool scheduled;            /* enqueued: the scheduler holds it until the reactor releases it */
 	bool ran_solo;             /* a worker ran it at once (see take_solo); the scheduler is told */
+	void (*meta_run)(void *arg);  /* META: runs and answers it */
+	void *meta_arg;
 };
 
 /* The reactor's view of one tenant. */
@@ -97,6 +112,16 @@ struct engine {
 	_Atomic(struct engine_req *) finished;   /* finished off the reactor: to release, or solo to count */
 	atomic_uint held_writes;                 /* workers waiting in or running a held write */
 	atomic_uint *held_writes_by_tenant;      /* the same per tenant id, each at most held_writes_per_tenant */
+	/*
+	 * Metadata runs at once in its worker only while one tenant (or
+	 * nobody) has requests: meta_sole is that tenant, META_NOBODY or
+	 * META_MANY. Workers set it from nobody to themselves; the reactor
+	 * sets it to many when another tenant's request arrives, and
+	 * recomputes it each stats tick from the queues and last_inline_ns
+	 * (per tenant: when its unscheduled requests last ran).
+	 */
+	_Atomic uint32_t meta_sole;
+	_Atomic uint64_t *last_inline_ns;
 	uint32_t held_writes_per_tenant;
 	uint32_t max_tenants;
 	atomic_int solo;                         /* enum solo_state: see take_solo */
@@ -106,11 +131,12 @@ struct engine {
 	pthread_t thread;
 	bool started;
 	/*
-	 * Blocking executors: threads for the operations io_uring has no opcode
-	 * for (copy_file_range), so that the reactor never blocks on one. They
-	 * take dispatched requests in order and finish them.
+	 * Executors: threads for what io_uring has no opcode for
+	 * (copy_file_range, metadata handed over), so that the reactor never
+	 * blocks on one. They take dispatched requests in order and finish them.
 	 */
-	pthread_t blocking_threads[BLOCKING_THREADS];
+	pthread_t blocking_threads[EXECUTORS_MAX];
+	uint32_t blocking_count;
 	uint32_t blocking_started;
 	pthread_mutex_t blocking_lock;
 	pthread_cond_t blocking_work;
@@ -154,6 +180,7 @@ static enum stats_op stats_op_of(enum datapath_op op)
 		return STATS_OP_SYNC;
 	case DATAPATH_FALLOCATE:
 	case DATAPATH_COPY_RANGE:
+	case DATAPATH_META:
 		break;
 	}
 	return STATS_OP_OTHER;
@@ -162,7 +189,7 @@ static enum stats_op stats_op_of(enum datapath_op op)
 static const char *op_name(enum datapath_op op)
 {
 	static const char *const names[] = {"read", "write", "fsync", "fdatasync", "fallocate",
-					    "copy_file_range"};
+					    "copy_file_range", "metadata"};
 	return names[op];
 }
 
@@ -186,6 +213,11 @@ static bool is_transfer(enum datapath_op op)
 /* Counted for its tenant; done before the answer, so the caller's next look at stats finds it. */
 static void record_done(struct engine *e, const struct engine_req *er, int res, uint64_t now)
 {
+	if (er->op == DATAPATH_META) {
+		/* Counted by the scheduler only: the stats columns are data. */
+		atomic_fetch_add_explicit(&e->completed, 1, memory_order_relaxed);
+		return;
+	}
 	if (res < 0)
 		log_backing_error(e, er, res, now);
 	uint64_t bytes = is_transfer(er->op) ? er->done_bytes : 0;
@@ -199,6 +231,8 @@ static void record_done(struct engine *e, const struct engine_req *er, int res, 
 /* A transfer acknowledges what really moved, even if it failed after that. */
 static void answer(struct engine *e, const struct engine_req *er, int res)
 {
+	if (er->op == DATAPATH_META)
+		return; /* its run answered it */
 	bool moved = is_transfer(er->op) && er->done_bytes > 0;
 	int err = res < 0 && !moved ? -res : 0;
 	e->dp.reply(er->req, er->op, err, er->buf, is_transfer(er->op) ? er->done_bytes : 0);
@@ -289,9 +323,10 @@ static enum sched_op sched_op_of(enum datapath_op op)
 		return SCHED_OP_FDATASYNC;
 	case DATAPATH_FALLOCATE:
 	case DATAPATH_COPY_RANGE:
+	case DATAPATH_META:
 		break;
 	}
-	return SCHED_OP_OTHER;
+	return SCHED_OP_OTHER; /* charged by the time it held the store */
 }
 
 static void wake_reactor(struct engine *e)
@@ -308,6 +343,8 @@ static void wake_reactor(struct engine *e)
  */
 static uint32_t tenant_of(struct engine *e, const struct datapath_req *r)
 {
+	if (!r->file)
+		return r->pid ? tenant_resolve(e->tenants, r->pid, clock_now_ns()) : TENANT_ID_DEFAULT;
 	if (r->pid == 0)
 		return r->file->opener_tenant;
 	uint32_t id = tenant_resolve(e->tenants, r->pid, clock_now_ns());
@@ -444,7 +481,8 @@ static bool take_solo(struct engine *e, const struct datapath_req *r)
 		break;
 	case DATAPATH_FALLOCATE:
 	case DATAPATH_COPY_RANGE:
-		return false; /* rare: always through the scheduler */
+	case DATAPATH_META:
+		return false; /* rare, or handed over because others are busy */
 	}
 	/* A plain load first: under load the token is closed, and a failing
 	 * compare-and-swap on every request would still own the cache line. */
@@ -488,6 +526,7 @@ static void run_solo(struct engine *e, struct engine_req *er, const void *write_
 		break;
 	case DATAPATH_FALLOCATE:
 	case DATAPATH_COPY_RANGE:
+	case DATAPATH_META:
 		break;
 	}
 	er->ran_solo = true;
@@ -499,7 +538,10 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	struct engine *e = (struct engine *)dp;
 	struct engine_req *er = calloc(1, sizeof(*er));
 	if (!er) {
-		e->dp.reply(r->req, r->op, ENOMEM, NULL, 0); /* never became a request */
+		if (r->op == DATAPATH_META)
+			r->meta_run(r->meta_arg); /* it cannot wait: it runs now */
+		else
+			e->dp.reply(r->req, r->op, ENOMEM, NULL, 0); /* never became a request */
 		return;
 	}
 	er->req = r->req;
@@ -512,6 +554,8 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->offset_out_bytes = r->offset_out_bytes;
 	er->copy_flags = r->copy_flags;
 	er->fallocate_mode = r->fallocate_mode;
+	er->meta_run = r->meta_run;
+	er->meta_arg = r->meta_arg;
 	er->tenant = tenant_of(e, r);
 	er->submit_ns = clock_now_ns();
 	er->sched.op = sched_op_of(r->op);
@@ -519,6 +563,10 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->sched.bytes = r->op == DATAPATH_FALLOCATE ? 0 : er->size_bytes;
 	er->sched.offset = r->offset_bytes;
 	er->sched.sync = r->op != DATAPATH_WRITE || r->file->sync_writes || r->file->direct;
+	if (r->op == DATAPATH_META) {
+		push_to_reactor(e, &e->handoff, er);
+		return;
+	}
 	if (r->op == DATAPATH_WRITE && r->pid == 0)
 		er->sched.sync = false; /* writeback: nobody waits on it directly */
 	if (take_solo(e, r)) {
@@ -549,6 +597,74 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	push_to_reactor(e, &e->handoff, er);
 	if (held)
 		run_held_write(e, er, &go);
+}
+
+/* A tenant's requests ran unscheduled (solo, or metadata at once) around now. */
+static void note_inline(struct engine *e, uint32_t tenant, uint64_t now)
+{
+	if (tenant >= e->max_tenants)
+		return;
+	uint64_t last = atomic_load_explicit(&e->last_inline_ns[tenant], memory_order_relaxed);
+	if (now > last + INLINE_STAMP_NS)
+		atomic_store_explicit(&e->last_inline_ns[tenant], now, memory_order_relaxed);
+}
+
+/* Reactor: a request of tenant was queued; with another tenant about, metadata queues too. */
+static void note_scheduled(struct engine *e, uint32_t tenant)
+{
+	uint32_t sole = atomic_load_explicit(&e->meta_sole, memory_order_relaxed);
+	if (sole == tenant || sole == META_MANY)
+		return;
+	atomic_store(&e->meta_sole, sole == META_NOBODY ? tenant : META_MANY);
+}
+
+/*
+ * Reactor, each stats tick: the tenants with requests queued or in flight,
+ * or whose requests ran unscheduled lately; active_queued counts the first
+ * kind (publish_stats passes what it read from the queues).
+ */
+static void recompute_meta_sole(struct engine *e, uint64_t now, uint32_t busy_tenant,
+				uint32_t busy_count)
+{
+	uint32_t sole = busy_count > 1 ? META_MANY : busy_count ? busy_tenant : META_NOBODY;
+	for (uint32_t id = 0; id < e->max_tenants && sole != META_MANY; id++) {
+		uint64_t last = atomic_load_explicit(&e->last_inline_ns[id], memory_order_relaxed);
+		if (last && now < last + INLINE_ACTIVE_NS && id != sole)
+			sole = sole == META_NOBODY ? id : META_MANY;
+	}
+	atomic_store(&e->meta_sole, sole);
+}
+
+/*
+ * Metadata runs at once in the worker that read it while its tenant is the
+ * only one with requests (or nobody has any): there is nobody to be fair
+ * to, and a handover would only add thread wakeups. Otherwise it is handed
+ * over (DATAPATH_META), queued in its tenant's queue, and run by an
+ * executor at its turn, charged by the time it held the store like any
+ * request of its kind.
+ */
+static bool engine_meta_now(struct datapath *dp, pid_t pid, struct datapath_meta_ticket *ticket)
+{
+	struct engine *e = (struct engine *)dp;
+	uint64_t now = clock_now_ns();
+	uint32_t tenant = pid ? tenant_resolve(e->tenants, pid, now) : TENANT_ID_DEFAULT;
+	uint32_t sole = atomic_load_explicit(&e->meta_sole, memory_order_relaxed);
+	if (sole == META_NOBODY) {
+		note_inline(e, tenant, now); /* stamped first: a recompute then keeps it */
+		if (!atomic_compare_exchange_strong(&e->meta_sole, &sole, tenant))
+			return false; /* someone else came first */
+	} else if (sole != tenant) {
+		return false;
+	}
+	ticket->tenant = tenant;
+	ticket->start_ns = now;
+	return true;
+}
+
+static void engine_meta_ran(struct datapath *dp, const struct datapath_meta_ticket *ticket)
+{
+	struct engine *e = (struct engine *)dp;
+	note_inline(e, ticket->tenant, clock_now_ns());
 }
 
 /* EMFILE for a tenant or user at its open-file cap (open_files.h), the others unaffected. */
@@ -659,7 +775,12 @@ static void *blocking_main(void *arg)
 		if (!e->blocking_head)
 			e->blocking_tail = NULL;
 		pthread_mutex_unlock(&e->blocking_lock);
-		finish(e, er, copy_range_as_opener(er));
+		if (er->op == DATAPATH_META) {
+			er->meta_run(er->meta_arg);
+			finish(e, er, 0);
+		} else {
+			finish(e, er, copy_range_as_opener(er));
+		}
 		pthread_mutex_lock(&e->blocking_lock);
 	}
 	pthread_mutex_unlock(&e->blocking_lock);
@@ -681,7 +802,7 @@ static void run_blocking(struct engine *e, struct engine_req *er)
 
 static void issue(struct engine *e, struct engine_req *er)
 {
-	if (er->op == DATAPATH_COPY_RANGE) {
+	if (er->op == DATAPATH_COPY_RANGE || er->op == DATAPATH_META) {
 		run_blocking(e, er);
 		return;
 	}
@@ -725,7 +846,8 @@ static void issue(struct engine *e, struct engine_req *er)
 					er->size_bytes);
 		break;
 	case DATAPATH_COPY_RANGE:
-		break;
+	case DATAPATH_META:
+		break; /* run by an executor (above) */
 	}
 	sqe->personality = er->file->ring_personality; /* as the opener (personality.h) */
 	io_uring_sqe_set_data(sqe, er);
@@ -772,6 +894,7 @@ static struct engine_req *take_in_order(_Atomic(struct engine_req *) *stack)
 /* A solo request: the scheduler counts it for its tenant (sched_account). */
 static void account_solo(struct engine *e, struct engine_req *er)
 {
+	note_inline(e, er->tenant, clock_now_ns());
 	er->sched.queue = tenant_queue(e, er->tenant);
 	if (er->sched.queue)
 		sched_account(e->sched, &er->sched);
@@ -803,6 +926,8 @@ static void take_handoff(struct engine *e, uint64_t now)
 			if (er->held_go) {
 				er->held_res = -ENOMEM; /* its worker finishes it */
 				sem_post(er->held_go);
+			} else if (er->op == DATAPATH_META) {
+				run_blocking(e, er); /* unscheduled: it must still run to be answered */
 			} else {
 				finish(e, er, -ENOMEM);
 			}
@@ -810,6 +935,7 @@ static void take_handoff(struct engine *e, uint64_t now)
 		}
 		er->scheduled = true;
 		sched_enqueue(e->sched, &er->sched, now);
+		note_scheduled(e, er->tenant);
 	}
 }
 
@@ -854,13 +980,19 @@ static void publish_stats(struct engine *e, uint64_t now)
 	if (now < e->next_publish_ns)
 		return;
 	e->next_publish_ns = now + e->params.stats_publish_ns;
+	uint32_t busy_tenant = 0, busy_count = 0;
 	for (uint32_t id = 0; id < e->slot_count; id++) {
 		if (!e->slots[id].queue)
 			continue;
 		struct sched_queue_stats q;
 		sched_queue_stats(e->slots[id].queue, &q);
 		stats_publish_sched(e->stats, id, &q);
+		if (q.pending || q.inflight) {
+			busy_tenant = id;
+			busy_count++;
+		}
 	}
+	recompute_meta_sole(e, now, busy_tenant, busy_count);
 	stats_publish_global(e->stats, sched_peak_rate(e->sched), sched_inflight(e->sched),
 			     e->params.sched.max_inflight);
 }
@@ -1060,7 +1192,14 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	e->max_tenants = stats_max_tenants(stats);
 	e->held_writes_per_tenant = p->max_held_writes > 4 ? p->max_held_writes / 4 : p->max_held_writes;
 	e->held_writes_by_tenant = calloc(e->max_tenants ? e->max_tenants : 1, sizeof(atomic_uint));
-	if (!e->held_writes_by_tenant) {
+	e->last_inline_ns = calloc(e->max_tenants ? e->max_tenants : 1, sizeof(*e->last_inline_ns));
+	atomic_init(&e->meta_sole, META_NOBODY);
+	e->blocking_count = p->sched.max_inflight < EXECUTORS_MIN ? EXECUTORS_MIN
+			    : p->sched.max_inflight > EXECUTORS_MAX ? EXECUTORS_MAX
+			    : p->sched.max_inflight;
+	if (!e->held_writes_by_tenant || !e->last_inline_ns) {
+		free(e->held_writes_by_tenant);
+		free(e->last_inline_ns);
 		free(e);
 		snprintf(err, err_bytes, "out of memory");
 		return -ENOMEM;
@@ -1073,6 +1212,8 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	e->dp.submit = engine_submit;
 	e->dp.file_opened = engine_file_opened;
 	e->dp.file_released = engine_file_released;
+	e->dp.meta_now = engine_meta_now;
+	e->dp.meta_ran = engine_meta_ran;
 	int r = sched_new(&p->sched, &e->sched);
 	if (r < 0) {
 		snprintf(err, err_bytes, "invalid scheduler parameters: %s", strerror(-r));
@@ -1127,6 +1268,7 @@ fail:
 	if (e->wake_fd >= 0)
 		close(e->wake_fd);
 	free(e->held_writes_by_tenant);
+	free(e->last_inline_ns);
 	free(e);
 	return r;
 }
@@ -1148,7 +1290,7 @@ int engine_start(struct engine *e)
 		register_buffers(e);
 	e->blocking_stop = false;
 	atomic_store(&e->stopping, false);
-	for (; e->blocking_started < BLOCKING_THREADS; e->blocking_started++) {
+	for (; e->blocking_started < e->blocking_count; e->blocking_started++) {
 		int r = pthread_create(&e->blocking_threads[e->blocking_started], NULL,
 				       blocking_main, e);
 		if (r) {
@@ -1190,6 +1332,7 @@ void engine_free(struct engine *e)
 	sched_free(e->sched);
 	free(e->slots);
 	free(e->held_writes_by_tenant);
+	free(e->last_inline_ns);
 	pthread_cond_destroy(&e->blocking_work);
 	pthread_mutex_destroy(&e->blocking_lock);
 	free(e);

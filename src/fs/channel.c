@@ -1,6 +1,8 @@
 /*
- * The /dev/fuse channel: libfuse's reads and replies pass through here so
- * the daemon can take over dropping setuid/setgid from the kernel
+ * The /dev/fuse channel: libfuse's reads and replies pass through here. It
+ * is where every request enters, so it is where a metadata request that
+ * must wait for its turn is taken aside (see channel_read), and where the
+ * daemon takes over dropping setuid/setgid from the kernel
  * (FUSE_HANDLE_KILLPRIV_V2), which libfuse 3.14 cannot negotiate.
  *
  * Without it the kernel asks the daemon for security.capability before
@@ -17,6 +19,7 @@
 #include <linux/fuse.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -51,23 +54,102 @@ static bool drops_privs(const struct fuse_in_header *h, size_t bytes)
 	}
 }
 
+/*
+ * Data requests go to the datapath from their fs/ operations and wait
+ * there as requests; these are served in the worker that read them or need
+ * no answer. Everything else is metadata, scheduled here.
+ */
+static bool is_metadata(uint32_t opcode)
+{
+	switch (opcode) {
+	case FUSE_INIT:
+	case FUSE_DESTROY:
+	case FUSE_FORGET:
+	case FUSE_BATCH_FORGET:
+	case FUSE_INTERRUPT:
+	case FUSE_NOTIFY_REPLY:
+	case FUSE_READ:
+	case FUSE_WRITE:
+	case FUSE_FSYNC:
+	case FUSE_FALLOCATE:
+	case FUSE_COPY_FILE_RANGE:
+		return false;
+	default:
+		return true;
+	}
+}
+
+/* The daemon's one mount (fs_attach_channel). */
+static struct fs *channel_fs;
+
+/* A metadata request taken aside: its bytes, run later by the datapath. */
+struct deferred {
+	struct fs *fs;
+	size_t bytes;
+	char mem[];
+};
+
+static void run_deferred(void *arg)
+{
+	struct deferred *d = arg;
+	request_drops_privs = drops_privs((const struct fuse_in_header *)d->mem, d->bytes);
+	struct fuse_buf buf = {.size = d->bytes, .mem = d->mem};
+	fuse_session_process_buf(d->fs->session, &buf);
+	request_drops_privs = false;
+	free(d);
+}
+
+/* The metadata request this worker runs at once, accounted when it reads again. */
+static _Thread_local struct datapath_meta_ticket running;
+static _Thread_local bool running_valid;
+
+/*
+ * A metadata request runs at once in the worker that read it while nobody
+ * else has requests (meta_now); otherwise its bytes are copied and handed
+ * to the datapath, which runs it at its tenant's turn, and the worker reads
+ * on: the request waits as a request, not as a blocked worker, so another
+ * tenant's requests are always read and queued.
+ */
 static ssize_t channel_read(int fd, void *buf, size_t buf_bytes, void *userdata)
 {
 	(void)userdata;
-	ssize_t n = read(fd, buf, buf_bytes);
-	request_drops_privs = false;
-	if (n < (ssize_t)sizeof(struct fuse_in_header))
-		return n;
-	const struct fuse_in_header *h = buf;
-	if (h->opcode == FUSE_INIT && (size_t)n >= sizeof(*h) + offsetof(struct fuse_init_in, flags) +
-							   sizeof(uint32_t)) {
-		const struct fuse_init_in *in = (const void *)(h + 1);
-		atomic_store(&kernel_offers_killpriv_v2, (in->flags & FUSE_HANDLE_KILLPRIV_V2) != 0);
-		atomic_store(&init_unique, h->unique);
-	} else {
-		request_drops_privs = drops_privs(h, (size_t)n);
+	struct fs *fs = channel_fs;
+	struct datapath *dp = fs->datapath;
+	if (running_valid) {
+		running_valid = false;
+		dp->meta_ran(dp, &running);
 	}
-	return n;
+	for (;;) {
+		ssize_t n = read(fd, buf, buf_bytes);
+		request_drops_privs = false;
+		if (n < (ssize_t)sizeof(struct fuse_in_header))
+			return n;
+		const struct fuse_in_header *h = buf;
+		if (h->opcode == FUSE_INIT &&
+		    (size_t)n >= sizeof(*h) + offsetof(struct fuse_init_in, flags) + sizeof(uint32_t)) {
+			const struct fuse_init_in *in = (const void *)(h + 1);
+			atomic_store(&kernel_offers_killpriv_v2, (in->flags & FUSE_HANDLE_KILLPRIV_V2) != 0);
+			atomic_store(&init_unique, h->unique);
+			return n;
+		}
+		if (!dp->meta_now || !is_metadata(h->opcode) ||
+		    dp->meta_now(dp, (pid_t)h->pid, &running)) {
+			running_valid = dp->meta_now && is_metadata(h->opcode);
+			request_drops_privs = drops_privs(h, (size_t)n);
+			return n;
+		}
+		struct deferred *d = malloc(sizeof(*d) + (size_t)n);
+		if (!d) {
+			request_drops_privs = drops_privs(h, (size_t)n);
+			return n; /* no memory to wait in: it runs now */
+		}
+		d->fs = fs;
+		d->bytes = (size_t)n;
+		memcpy(d->mem, buf, (size_t)n);
+		struct datapath_req r = {.op = DATAPATH_META, .pid = (pid_t)h->pid,
+					 .meta_run = run_deferred, .meta_arg = d};
+		dp->submit(dp, &r);
+	}
 }
 
 static ssize_t channel_writev(int fd, struct iovec *iov, int count, void *userdata)
@@ -90,6 +172,7 @@ static ssize_t channel_writev(int fd, struct iovec *iov, int count, void *userda
 int fs_attach_channel(struct fs *fs, struct fuse_session *se)
 {
 	fs->session = se;
+	channel_fs = fs;
 	static const struct fuse_custom_io io = {.read = channel_read, .writev = channel_writev};
 	return fuse_session_custom_io(se, &io, fuse_session_fd(se));
 }

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -496,6 +497,55 @@ START_TEST(a_blocked_copy_leaves_other_requests_flowing)
 }
 END_TEST
 
+/* ---- metadata handed over ------------------------------------------------ */
+
+static atomic_int meta_runs;
+static atomic_int meta_off_submitter; /* runs on a thread other than the submitter's */
+static pthread_t meta_submitter;
+
+static void count_meta_run(void *arg)
+{
+	(void)arg;
+	if (!pthread_equal(pthread_self(), meta_submitter))
+		atomic_fetch_add(&meta_off_submitter, 1);
+	atomic_fetch_add(&meta_runs, 1);
+}
+
+/*
+ * With nobody else about, metadata may run at once in its worker; handed
+ * over, each request runs exactly once, on an executor, at its turn, and
+ * the engine answers none of them (each run answers its own). A stop
+ * runs whatever is still queued.
+ */
+START_TEST(metadata_handed_over_runs_once_on_an_executor)
+{
+	engine_up(true, 16);
+	struct datapath_meta_ticket ticket;
+	ck_assert(dp->meta_now(dp, 0, &ticket));
+	dp->meta_ran(dp, &ticket);
+	atomic_store(&meta_runs, 0);
+	atomic_store(&meta_off_submitter, 0);
+	meta_submitter = pthread_self();
+	enum { HANDED = 200 };
+	for (int i = 0; i < HANDED; i++) {
+		struct datapath_req r = {.op = DATAPATH_META, .meta_run = count_meta_run};
+		dp->submit(dp, &r);
+	}
+	for (int i = 0; i < ANSWER_WAIT_MS && atomic_load(&meta_runs) < HANDED / 2; i++)
+		usleep(1000);
+	ck_assert_int_ge(atomic_load(&meta_runs), HANDED / 2);
+	for (int i = 0; i < HANDED; i++) {
+		struct datapath_req r = {.op = DATAPATH_META, .meta_run = count_meta_run};
+		dp->submit(dp, &r);
+	}
+	engine_down();
+	ck_assert_int_eq(atomic_load(&meta_runs), 2 * HANDED);
+	ck_assert_int_eq(atomic_load(&meta_off_submitter), 2 * HANDED);
+	ck_assert_uint_eq(next_token, 0);
+	ck_assert(!answers[0].done); /* nothing was answered by the engine */
+}
+END_TEST
+
 static Suite *engine_unit_suite(void)
 {
 	Suite *s = suite_create("engine_unit");
@@ -512,6 +562,7 @@ static Suite *engine_unit_suite(void)
 	tcase_add_test(tc, copy_file_range_in_pieces);
 	tcase_add_test(tc, stop_drains_every_request);
 	tcase_add_test(tc, a_blocked_copy_leaves_other_requests_flowing);
+	tcase_add_test(tc, metadata_handed_over_runs_once_on_an_executor);
 	suite_add_tcase(s, tc);
 	return s;
 }
