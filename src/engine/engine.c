@@ -647,7 +647,13 @@ static bool engine_meta_now(struct datapath *dp, pid_t pid, struct datapath_meta
 {
 	struct engine *e = (struct engine *)dp;
 	uint64_t now = clock_now_ns();
-	uint32_t tenant = pid ? tenant_resolve(e->tenants, pid, now) : TENANT_ID_DEFAULT;
+	if (pid == 0) {
+		/* The kernel's own (a release after the last close): nobody's, at once. */
+		ticket->tenant = UINT32_MAX;
+		ticket->start_ns = now;
+		return true;
+	}
+	uint32_t tenant = tenant_resolve(e->tenants, pid, now);
 	uint32_t sole = atomic_load_explicit(&e->meta_sole, memory_order_relaxed);
 	if (sole == META_NOBODY) {
 		note_inline(e, tenant, now); /* stamped first: a recompute then keeps it */

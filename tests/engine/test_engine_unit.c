@@ -521,8 +521,13 @@ START_TEST(metadata_handed_over_runs_once_on_an_executor)
 {
 	engine_up(true, 16);
 	struct datapath_meta_ticket ticket;
-	ck_assert(dp->meta_now(dp, 0, &ticket));
-	dp->meta_ran(dp, &ticket);
+	/* The kernel's own requests (pid 0) run at once and make nobody else about. */
+	for (int i = 0; i < 2; i++) {
+		ck_assert(dp->meta_now(dp, 0, &ticket));
+		dp->meta_ran(dp, &ticket);
+		ck_assert(dp->meta_now(dp, getpid(), &ticket));
+		dp->meta_ran(dp, &ticket);
+	}
 	atomic_store(&meta_runs, 0);
 	atomic_store(&meta_off_submitter, 0);
 	meta_submitter = pthread_self();
