@@ -58,9 +58,10 @@ size_t bufpool_heap_fallbacks(struct bufpool *pool);
 size_t bufpool_heap_bytes(struct bufpool *pool);
 
 /*
- * Unmaps kept heap buffers beyond the number reused since the last call,
- * at most max_unmaps of them; returns how many. Called periodically (the
- * reactor: each second), it returns a flood's memory within two calls.
+ * Unmaps the kept heap buffers that sat unused since the last call (the
+ * fewest kept at any moment since), at most max_unmaps of them; returns how
+ * many. Called periodically (the reactor: each second), it leaves a
+ * running flood's buffers alone and returns them within two calls of its end.
  */
 size_t bufpool_trim(struct bufpool *pool, size_t max_unmaps);
 

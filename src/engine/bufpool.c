@@ -41,7 +41,7 @@ struct bufpool {
 	size_t heap_bytes;                /* mapped for heap buffers now, cached ones included */
 	struct cached_map *cached;        /* given back, kept for reuse */
 	size_t cached_count;
-	size_t reused_since_trim;
+	size_t cached_low;                /* fewest kept since the last bufpool_trim */
 };
 
 static void list_push(struct bufpool *p, uint32_t *head, uint32_t i)
@@ -144,8 +144,8 @@ static uint8_t size_class_of(size_t bytes)
  * Past the arena, each buffer is a mapping of its own, one page larger: the
  * page before the buffer records the mapping's length. Mappings of the
  * largest block size are kept for reuse when given back (a flood maps each
- * once, not once per request), and bufpool_trim unmaps those not reused
- * since its last call, so after a flood the memory goes back to the system
+ * once, not once per request), and bufpool_trim unmaps those that sat
+ * unused since its last call, so after a flood the memory goes back to the system
  * (malloc would keep it in its arenas, and glibc raises its mmap threshold
  * after the first large free, so later 1 MiB buffers would come from the
  * heap and stay there).
@@ -161,7 +161,8 @@ static void *heap_get(struct bufpool *p, size_t bytes)
 		base = (char *)p->cached;
 		p->cached = p->cached->next;
 		p->cached_count--;
-		p->reused_since_trim++;
+		if (p->cached_count < p->cached_low)
+			p->cached_low = p->cached_count;
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (!base) {
@@ -199,9 +200,9 @@ size_t bufpool_trim(struct bufpool *p, size_t max_unmaps)
 {
 	size_t unmapped = 0;
 	pthread_mutex_lock(&p->lock);
-	size_t keep = p->reused_since_trim;
-	p->reused_since_trim = 0;
-	while (p->cached_count > keep && unmapped < max_unmaps) {
+	/* The fewest kept since the last call: that many sat unused all along. */
+	size_t idle = p->cached_low < p->cached_count ? p->cached_low : p->cached_count;
+	while (unmapped < idle && unmapped < max_unmaps) {
 		struct cached_map *c = p->cached;
 		p->cached = c->next;
 		p->cached_count--;
@@ -211,6 +212,7 @@ size_t bufpool_trim(struct bufpool *p, size_t max_unmaps)
 		unmapped++;
 		pthread_mutex_lock(&p->lock);
 	}
+	p->cached_low = p->cached_count;
 	pthread_mutex_unlock(&p->lock);
 	return unmapped;
 }

@@ -37,6 +37,7 @@
  * cost nothing.
  */
 #define EXECUTORS_MAX 64u
+#define TRIM_EVERY_NS 1000000000u
 #define EXECUTORS_MIN 2u
 /* Nobody, or several tenants, have requests (engine.meta_sole). */
 #define META_NOBODY UINT32_MAX
@@ -138,6 +139,7 @@ struct engine {
 	pthread_t blocking_threads[EXECUTORS_MAX];
 	uint32_t blocking_count;
 	uint32_t blocking_started;
+	uint32_t executors_running;    /* under blocking_lock: the first one also trims buffers */
 	pthread_mutex_t blocking_lock;
 	pthread_cond_t blocking_work;
 	struct engine_req *blocking_head, *blocking_tail;
@@ -767,13 +769,45 @@ static int copy_range_as_opener(struct engine_req *er)
 	return res;
 }
 
+/*
+ * The first executor also gives a flood's idle heap buffers back once a
+ * second (bufpool_trim): unmapping a thousand of them takes tens of
+ * milliseconds, which the reactor must not spend.
+ */
+static void trim_if_due(struct engine *e, uint64_t *next_trim_ns)
+{
+	uint64_t now = clock_now_ns();
+	if (now < *next_trim_ns)
+		return;
+	*next_trim_ns = now + TRIM_EVERY_NS;
+	pthread_mutex_unlock(&e->blocking_lock);
+	bufpool_trim(e->buffers, SIZE_MAX);
+	pthread_mutex_lock(&e->blocking_lock);
+}
+
+static void wait_for_blocking_work(struct engine *e, bool trims, uint64_t *next_trim_ns)
+{
+	if (!trims) {
+		pthread_cond_wait(&e->blocking_work, &e->blocking_lock);
+		return;
+	}
+	uint64_t at = *next_trim_ns;
+	struct timespec until = {.tv_sec = (time_t)(at / 1000000000u), .tv_nsec = (long)(at % 1000000000u)};
+	pthread_cond_timedwait(&e->blocking_work, &e->blocking_lock, &until);
+	trim_if_due(e, next_trim_ns);
+}
+
 static void *blocking_main(void *arg)
 {
 	struct engine *e = arg;
 	pthread_mutex_lock(&e->blocking_lock);
+	bool trims = e->executors_running++ == 0;
+	uint64_t next_trim_ns = clock_now_ns() + TRIM_EVERY_NS;
 	for (;;) {
 		while (!e->blocking_head && !e->blocking_stop)
-			pthread_cond_wait(&e->blocking_work, &e->blocking_lock);
+			wait_for_blocking_work(e, trims, &next_trim_ns);
+		if (trims)
+			trim_if_due(e, &next_trim_ns);
 		struct engine_req *er = e->blocking_head;
 		if (!er)
 			break; /* stopping, and nothing left */
@@ -962,13 +996,12 @@ static void sync_weights(struct engine *e)
 	}
 }
 
-/* Once a second: idle tenants, and heap buffers a flood left unused (bufpool_trim). */
+/* Once a second: idle tenants. */
 static void retire_idle(struct engine *e, uint64_t now)
 {
 	if (now < e->next_retire_ns)
 		return;
 	e->next_retire_ns = now + e->params.retire_check_ns;
-	bufpool_trim(e->buffers, 256);
 	uint32_t ids[RETIRE_BATCH];
 	size_t n = tenant_table_retire(e->tenants, now, ids, RETIRE_BATCH);
 	for (size_t i = 0; i < n; i++) {
@@ -1211,7 +1244,11 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&e->blocking_lock, NULL);
-	pthread_cond_init(&e->blocking_work, NULL);
+	pthread_condattr_t monotonic; /* the executors' timed wait is on clock.h's clock */
+	pthread_condattr_init(&monotonic);
+	pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+	pthread_cond_init(&e->blocking_work, &monotonic);
+	pthread_condattr_destroy(&monotonic);
 	e->stats = stats;
 	e->wake_fd = -1;
 	e->dp.reply = p->reply ? p->reply : datapath_reply_fuse;
@@ -1288,6 +1325,7 @@ static void blocking_stop(struct engine *e)
 	for (uint32_t i = 0; i < e->blocking_started; i++)
 		pthread_join(e->blocking_threads[i], NULL);
 	e->blocking_started = 0;
+	e->executors_running = 0;
 }
 
 int engine_start(struct engine *e)

@@ -148,7 +148,7 @@ START_TEST(heap_buffers_are_returned_to_the_system)
 	ck_assert_uint_eq(bufpool_heap_bytes(p), mapped);
 	for (int i = 0; i < FLOOD; i++)
 		bufpool_put(p, held[i]);
-	/* All were reused since the first trim: it keeps them; the next one unmaps them. */
+	/* All were taken since the first trim: it keeps them; the next ones unmap them. */
 	ck_assert_uint_eq(bufpool_trim(p, FLOOD), 0);
 	ck_assert_uint_eq(bufpool_trim(p, FLOOD / 2), FLOOD / 2);
 	ck_assert_uint_eq(bufpool_trim(p, FLOOD), FLOOD / 2);
