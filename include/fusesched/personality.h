@@ -22,19 +22,23 @@ struct personality_cache;
 
 /*
  * The ring is borrowed. live_max bounds the credential sets in use at once
- * (past it, opens with a new one fail with ENFILE).
+ * (past it, opens with a new one fail with ENFILE); owner_live_max bounds
+ * those one owner (a tenant id below owners) made live, so that one tenant
+ * cycling through credentials cannot take them all (past it, its own opens
+ * with a new one fail with EMFILE).
  */
 int personality_cache_new(struct io_uring *ring, uint32_t idle_max, uint32_t live_max,
-			  struct personality_cache **out);
+			  uint32_t owner_live_max, uint32_t owners, struct personality_cache **out);
 /* Unregisters every personality. */
 void personality_cache_free(struct personality_cache *pc);
 
 /*
- * The personality for c, with one more reference: > 0, 0 for root (none
- * needed), or -errno (registration failed). Call from a thread that is root
+ * The personality for c, with one more reference, for owner's open: > 0, 0
+ * for root (none needed), or -errno (ENFILE, EMFILE: see above; or the
+ * registration failed). Call from a thread that is root
  * with no switched credentials; it switches to c to register.
  */
-int personality_get(struct personality_cache *pc, const struct creds *c);
+int personality_get(struct personality_cache *pc, const struct creds *c, uint32_t owner);
 /* Drops a reference taken by personality_get (0 is ignored). */
 void personality_put(struct personality_cache *pc, int id);
 

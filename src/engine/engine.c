@@ -28,7 +28,7 @@
 
 #define WAKE_TAG 0u                /* user_data of the eventfd read */
 #define RETIRE_BATCH 64u
-/* Opener credential sets kept registered with nobody's file open; in use at once. */
+/* Opener credential sets kept registered with nobody's file open; in use at once (an eighth per tenant). */
 #define PERSONALITIES_IDLE_MAX 64u
 #define PERSONALITIES_LIVE_MAX 4096u
 /*
@@ -683,7 +683,7 @@ static int engine_file_opened(struct datapath *dp, struct datapath_file *f)
 	int r = open_files_take(e->open_files, f->opener_tenant, f->opener.uid);
 	if (r)
 		return r;
-	int id = personality_get(e->personalities, &f->opener);
+	int id = personality_get(e->personalities, &f->opener, f->opener_tenant);
 	if (id < 0) {
 		fuse_log(FUSE_LOG_ERR, "fusesched: cannot register io_uring credentials of uid %u: %s\n",
 			 (unsigned)f->opener.uid, strerror(-id));
@@ -1286,6 +1286,7 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 		goto fail;
 	}
 	r = personality_cache_new(&e->ring, PERSONALITIES_IDLE_MAX, PERSONALITIES_LIVE_MAX,
+				  PERSONALITIES_LIVE_MAX / 8, e->max_tenants,
 				  &e->personalities);
 	if (r == 0)
 		r = open_files_new(stats_max_tenants(stats), &e->open_files);

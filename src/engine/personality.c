@@ -12,6 +12,7 @@ struct personality {
 	int id;
 	uint32_t refs;             /* open files with these credentials */
 	uint64_t idle_since;       /* idle_clock when refs fell to 0 */
+	uint32_t owner;            /* whose open made it live (counted in owner_live) */
 };
 
 struct personality_cache {
@@ -19,6 +20,9 @@ struct personality_cache {
 	struct io_uring *ring;
 	uint32_t idle_max;
 	uint32_t live_max;
+	uint32_t owner_live_max;   /* live entries one owner may have made live */
+	uint32_t owners;
+	uint32_t *owner_live;      /* by owner (tenant) id */
 	/* Few distinct credential sets are open at once: a linear scan beats a hash here. */
 	struct personality *entries;
 	uint32_t count;
@@ -29,11 +33,18 @@ struct personality_cache {
 };
 
 int personality_cache_new(struct io_uring *ring, uint32_t idle_max, uint32_t live_max,
-			  struct personality_cache **out)
+			  uint32_t owner_live_max, uint32_t owners, struct personality_cache **out)
 {
 	struct personality_cache *pc = calloc(1, sizeof(*pc));
 	if (!pc)
 		return -ENOMEM;
+	pc->owners = owners ? owners : 1;
+	pc->owner_live = calloc(pc->owners, sizeof(*pc->owner_live));
+	if (!pc->owner_live) {
+		free(pc);
+		return -ENOMEM;
+	}
+	pc->owner_live_max = owner_live_max ? owner_live_max : 1;
 	pthread_mutex_init(&pc->lock, NULL);
 	pc->ring = ring;
 	pc->idle_max = idle_max;
@@ -51,6 +62,7 @@ void personality_cache_free(struct personality_cache *pc)
 	if (pc->holds_id_zero)
 		io_uring_unregister_personality(pc->ring, 0);
 	free(pc->entries);
+	free(pc->owner_live);
 	pthread_mutex_destroy(&pc->lock);
 	free(pc);
 }
@@ -79,10 +91,12 @@ static void trim_idle(struct personality_cache *pc)
 }
 
 /* Caller holds the lock. Registers c as this thread's credentials for a moment. */
-static int register_creds(struct personality_cache *pc, const struct creds *c)
+static int register_creds(struct personality_cache *pc, const struct creds *c, uint32_t owner)
 {
 	if (pc->count - pc->idle >= pc->live_max)
 		return -ENFILE;
+	if (pc->owner_live[owner] >= pc->owner_live_max)
+		return -EMFILE;
 	if (pc->count == pc->capacity) {
 		uint32_t capacity = pc->capacity ? pc->capacity * 2 : 16;
 		struct personality *grown = realloc(pc->entries, capacity * sizeof(*grown));
@@ -103,27 +117,39 @@ static int register_creds(struct personality_cache *pc, const struct creds *c)
 	creds_leave();
 	if (id < 0)
 		return id;
-	pc->entries[pc->count++] = (struct personality){.creds = *c, .id = id, .refs = 1};
+	pc->entries[pc->count++] = (struct personality){.creds = *c, .id = id, .refs = 1, .owner = owner};
+	pc->owner_live[owner]++;
 	return id;
 }
 
-int personality_get(struct personality_cache *pc, const struct creds *c)
+int personality_get(struct personality_cache *pc, const struct creds *c, uint32_t owner)
 {
 	if (creds_are_root(c))
 		return 0;
+	if (owner >= pc->owners)
+		owner = 0;
 	pthread_mutex_lock(&pc->lock);
 	int id = 0;
 	for (uint32_t i = 0; i < pc->count && !id; i++) {
 		struct personality *p = &pc->entries[i];
 		if (creds_equal(&p->creds, c)) {
-			if (p->refs++ == 0)
-				pc->idle--;
 			id = p->id;
+			if (p->refs == 0) {
+				/* Made live again: by this owner, within its share. */
+				if (pc->owner_live[owner] >= pc->owner_live_max) {
+					id = -EMFILE;
+					break;
+				}
+				pc->idle--;
+				p->owner = owner;
+				pc->owner_live[owner]++;
+			}
+			p->refs++;
 		}
 	}
 	if (!id) {
 		trim_idle(pc); /* room before growing */
-		id = register_creds(pc, c);
+		id = register_creds(pc, c, owner);
 	}
 	pthread_mutex_unlock(&pc->lock);
 	return id;
@@ -138,6 +164,7 @@ void personality_put(struct personality_cache *pc, int id)
 		struct personality *p = &pc->entries[i];
 		if (p->id == id) {
 			if (--p->refs == 0) {
+				pc->owner_live[p->owner]--;
 				p->idle_since = ++pc->idle_clock;
 				pc->idle++;
 				trim_idle(pc);

@@ -35,16 +35,16 @@ static struct creds user(uid_t uid)
 START_TEST(one_personality_per_credential_set)
 {
 	struct personality_cache *pc;
-	ck_assert_int_eq(personality_cache_new(&ring, 4, 16, &pc), 0);
+	ck_assert_int_eq(personality_cache_new(&ring, 4, 16, 16, 1, &pc), 0);
 	struct creds root = {0};
-	ck_assert_int_eq(personality_get(pc, &root), 0); /* root needs none */
+	ck_assert_int_eq(personality_get(pc, &root, 0), 0); /* root needs none */
 	struct creds a = user(2001), b = user(2002), a_other_groups = user(2001);
 	a_other_groups.groups[0] = 5000;
-	int id_a = personality_get(pc, &a);
+	int id_a = personality_get(pc, &a, 0);
 	ck_assert_int_gt(id_a, 0);
-	ck_assert_int_eq(personality_get(pc, &a), id_a);
-	int id_b = personality_get(pc, &b);
-	int id_c = personality_get(pc, &a_other_groups);
+	ck_assert_int_eq(personality_get(pc, &a, 0), id_a);
+	int id_b = personality_get(pc, &b, 0);
+	int id_c = personality_get(pc, &a_other_groups, 0);
 	ck_assert_int_gt(id_b, 0);
 	ck_assert_int_gt(id_c, 0);
 	ck_assert_int_ne(id_a, id_b);
@@ -55,7 +55,7 @@ START_TEST(one_personality_per_credential_set)
 	personality_put(pc, id_b);
 	personality_put(pc, id_c);
 	ck_assert_uint_eq(personality_count(pc), 3); /* idle, kept: under idle_max */
-	ck_assert_int_eq(personality_get(pc, &a), id_a); /* reused, not registered again */
+	ck_assert_int_eq(personality_get(pc, &a, 0), id_a); /* reused, not registered again */
 	personality_put(pc, id_a);
 	personality_cache_free(pc);
 }
@@ -64,15 +64,15 @@ END_TEST
 START_TEST(idle_and_live_sets_are_bounded)
 {
 	struct personality_cache *pc;
-	ck_assert_int_eq(personality_cache_new(&ring, 2, 3, &pc), 0);
+	ck_assert_int_eq(personality_cache_new(&ring, 2, 3, 3, 1, &pc), 0);
 	int ids[3];
 	for (int i = 0; i < 3; i++) {
 		struct creds c = user(3000 + (uid_t)i);
-		ids[i] = personality_get(pc, &c);
+		ids[i] = personality_get(pc, &c, 0);
 		ck_assert_int_gt(ids[i], 0);
 	}
 	struct creds fourth = user(3003);
-	ck_assert_int_eq(personality_get(pc, &fourth), -ENFILE);
+	ck_assert_int_eq(personality_get(pc, &fourth, 0), -ENFILE);
 	for (int i = 0; i < 3; i++)
 		personality_put(pc, ids[i]);
 	ck_assert_uint_eq(personality_count(pc), 2); /* the longest idle went */
@@ -85,7 +85,39 @@ START_TEST(idle_and_live_sets_are_bounded)
 	ck_assert_int_eq(io_uring_wait_cqe(&ring, &cqe), 0);
 	ck_assert_int_eq(cqe->res, -EINVAL);
 	io_uring_cqe_seen(&ring, cqe);
-	ck_assert_int_gt(personality_get(pc, &fourth), 0);
+	ck_assert_int_gt(personality_get(pc, &fourth, 0), 0);
+	personality_cache_free(pc);
+}
+END_TEST
+
+/*
+ * One owner (tenant) cycling through credential sets stops at its share of
+ * the live ones with EMFILE; another owner still gets its own, and a set
+ * the first owner already uses stays shared.
+ */
+START_TEST(one_owner_cannot_take_every_live_set)
+{
+	struct personality_cache *pc;
+	ck_assert_int_eq(personality_cache_new(&ring, 0, 16, 2, 4, &pc), 0);
+	struct creds a = user(5001), b = user(5002), c = user(5003), d = user(5004);
+	int id_a = personality_get(pc, &a, 1), id_b = personality_get(pc, &b, 1);
+	ck_assert_int_gt(id_a, 0);
+	ck_assert_int_gt(id_b, 0);
+	ck_assert_int_eq(personality_get(pc, &c, 1), -EMFILE);
+	ck_assert_int_eq(personality_get(pc, &a, 1), id_a); /* already live: shared */
+	int id_d = personality_get(pc, &d, 2);
+	ck_assert_int_gt(id_d, 0);
+	ck_assert_int_eq(personality_get(pc, &a, 2), id_a); /* another owner shares it */
+	/* Closed, its sets count no more: the owner may make a new one live. */
+	personality_put(pc, id_b);
+	int id_c = personality_get(pc, &c, 1);
+	ck_assert_int_gt(id_c, 0);
+	personality_put(pc, id_c);
+	personality_put(pc, id_d);
+	personality_put(pc, id_a);
+	personality_put(pc, id_a);
+	personality_put(pc, id_a);
+	ck_assert_uint_eq(personality_count(pc), 0); /* idle_max 0: all unregistered */
 	personality_cache_free(pc);
 }
 END_TEST
@@ -122,9 +154,9 @@ START_TEST(the_ring_acts_with_the_credentials)
 	close(fd);
 	ck_assert_int_eq(chown(group_readable, 0, 3001 + 1000), 0);
 	struct personality_cache *pc;
-	ck_assert_int_eq(personality_cache_new(&ring, 4, 16, &pc), 0);
+	ck_assert_int_eq(personality_cache_new(&ring, 4, 16, 16, 1, &pc), 0);
 	struct creds u = user(3001); /* supplementary group 4001 */
-	int id = personality_get(pc, &u);
+	int id = personality_get(pc, &u, 0);
 	ck_assert_int_gt(id, 0);
 	ck_assert_int_eq(ring_open(root_only, 0), 0);
 	ck_assert_int_eq(ring_open(root_only, id), -EACCES);
@@ -144,6 +176,7 @@ static Suite *personality_suite(void)
 	tcase_add_checked_fixture(tc, ring_up, ring_down);
 	tcase_add_test(tc, one_personality_per_credential_set);
 	tcase_add_test(tc, idle_and_live_sets_are_bounded);
+	tcase_add_test(tc, one_owner_cannot_take_every_live_set);
 	tcase_add_test(tc, the_ring_acts_with_the_credentials);
 	suite_add_tcase(s, tc);
 	return s;
