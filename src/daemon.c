@@ -44,6 +44,9 @@ static int append_fuse_opt(struct daemon_options *o, const char *opt, char *err,
 /* Distinct cgroups served at once; more share the default tenant. */
 #define DAEMON_MAX_TENANTS 4096u
 
+/* Numeric options (max_background) take 1..this: the kernel's field is 16 bits. */
+#define MOUNT_OPT_NUMBER_MAX 65535u
+
 #define OPT_FIELD(member) offsetof(struct daemon_options, member), \
 	sizeof(((struct daemon_options *)0)->member)
 #define OPT_FLAG(member, value) OPT_FIELD(member), value
@@ -70,6 +73,8 @@ const struct daemon_mount_opt daemon_mount_opts[] = {
 	 "kernel write caching; flushes charged to the opener"},
 	{"uring_only", NULL, NULL, OPT_FLAG(uring_only, true),
 	 "every data request through io_uring (see README)"},
+	{"max_background", "N", NULL, OPT_FILE(max_background),
+	 "async requests the kernel sends at once, 1..65535 (default 1024; see README)"},
 	{NULL, NULL, NULL, 0, 0, false, NULL},
 };
 
@@ -98,8 +103,16 @@ static int set_mount_opt(struct daemon_options *o, const struct daemon_mount_opt
 		*(bool *)field = m->value;
 		return 0;
 	}
-	if (!value[0] || strlen(value) >= m->field_bytes) {
-		snprintf(err, err_bytes, "mount option '%s=' needs a file name", m->name);
+	bool number = strcmp(m->arg, "N") == 0;
+	if (!value[0] || strlen(value) >= m->field_bytes ||
+	    (number && strspn(value, "0123456789") != strlen(value))) {
+		snprintf(err, err_bytes, "mount option '%s=' needs %s", m->name,
+			 number ? "a number" : "a file name");
+		return -1;
+	}
+	if (number && (strtoul(value, NULL, 10) < 1 || strtoul(value, NULL, 10) > MOUNT_OPT_NUMBER_MAX)) {
+		snprintf(err, err_bytes, "mount option '%s=%s': must be 1..%u", m->name, value,
+			 MOUNT_OPT_NUMBER_MAX);
 		return -1;
 	}
 	strcpy(field, value);
@@ -398,6 +411,8 @@ int daemon_run(const struct daemon_options *o)
 	fo.refuse_device_nodes = o->refuse_device_nodes;
 	fo.posix_acl = !o->no_posix_acl;
 	fo.writeback_cache = o->writeback_cache;
+	if (o->max_background[0]) /* checked by daemon_parse_mount_opts */
+		fo.max_background = (unsigned int)strtoul(o->max_background, NULL, 10);
 
 	char err[512];
 	struct engine_params ep;

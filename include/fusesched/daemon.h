@@ -22,6 +22,7 @@ struct daemon_options {
 	bool allow_suid;             /* -o suid */
 	bool writeback_cache;        /* -o writeback_cache */
 	bool uring_only;             /* -o uring_only: no held writes (engine.h) */
+	char max_background[16];     /* -o max_background=N, empty: fs.h's default */
 	char fuse_opts[DAEMON_MAX_FUSE_OPTS]; /* passed to libfuse as one -o */
 };
 
@@ -31,7 +32,7 @@ struct daemon_options {
  */
 struct daemon_mount_opt {
 	const char *name;     /* as written after -o */
-	const char *arg;      /* NULL: a flag; else name=ARG, a file name (help's word for it) */
+	const char *arg;      /* NULL: a flag; else name=ARG, ARG the help's word for it ("FILE", "N") */
 	const char *alias;    /* the command-line option doing the same ("-f"), or NULL */
 	size_t field;         /* offsetof(struct daemon_options, ...): a bool, or name=ARG's array */
 	size_t field_bytes;

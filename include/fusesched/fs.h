@@ -48,6 +48,8 @@ struct fs_options {
 	 * the write payloads the daemon holds for async requests (at most
 	 * max_background x max_write_bytes): the daemon never stops reading
 	 * /dev/fuse to save memory, since every tenant's requests share it.
+	 * -o max_background=N sets it (README: the latency it buys under an
+	 * aio flood against the weights of deep aio tenants).
 	 */
 	unsigned int max_background;
 };

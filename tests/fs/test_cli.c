@@ -99,6 +99,10 @@ START_TEST(errors_name_the_problem)
 	ck_assert_ptr_nonnull(strstr(out, "unknown option '--bogus'"));
 	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b"), 2);
 	ck_assert_ptr_nonnull(strstr(out, "needs BACKING and MOUNTPOINT"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f -o max_background=0"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "mount option 'max_background=0': must be 1..65535"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f -o max_background=lots"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "mount option 'max_background=' needs a number"));
 	ck_assert_int_eq(run_cli(out, sizeof(out), "frobnicate"), 2);
 	ck_assert_ptr_nonnull(strstr(out, "unknown command 'frobnicate'"));
 	ck_assert_int_eq(run_cli(out, sizeof(out), "version"), 0);
@@ -143,12 +147,39 @@ static char *path_in(const char *rel)
 	return p;
 }
 
+/* The kernel's limit of the FUSE connection mounted at path, from /sys/fs/fuse/connections. */
+static long connection_max_background(const char *path)
+{
+	struct stat st;
+	ck_assert_int_eq(stat(path, &st), 0);
+	char file[128];
+	snprintf(file, sizeof(file), "/sys/fs/fuse/connections/%u/max_background", minor(st.st_dev));
+	FILE *f = fopen(file, "r");
+	long n = -1;
+	if (f) {
+		if (fscanf(f, "%ld", &n) != 1)
+			n = -1;
+		fclose(f);
+	}
+	return n;
+}
+
 START_TEST(daemonizes_and_refuses_busy_mountpoint)
 {
 	char out[4096];
 	/* Without -f the command returns once mounted, leaving the daemon behind. */
-	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m"), 0);
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -o max_background=128"), 0);
 	ck_assert(test_is_fuse_mount(path_in("m")));
+	/* The kernel's limit is the one asked for (read through the fuse control filesystem). */
+	bool fusectl_mounted_here = test_sh("mountpoint -q /sys/fs/fuse/connections") != 0 &&
+				    test_sh("mount -t fusectl fusectl /sys/fs/fuse/connections") == 0;
+	long max_background = connection_max_background(path_in("m"));
+	if (fusectl_mounted_here)
+		test_sh("umount /sys/fs/fuse/connections");
+	if (max_background == -1)
+		fprintf(stderr, "cli: no fuse control filesystem: max_background not read back\n");
+	else
+		ck_assert_int_eq(max_background, 128);
 	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f"), 2);
 	ck_assert_ptr_nonnull(strstr(out, "is busy"));
 	ck_assert_int_eq(test_sh("fusermount3 -u '%s'", path_in("m")), 0);
