@@ -9,6 +9,7 @@
 #include "leftovers.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -48,37 +49,70 @@
 static char group_attacker[64], group_victim[64], group_configured[64];
 static char config_path[512];
 
+/* Named by the runner's pid and the test's: the runner sweeps what a failed test left. */
 static void setup(void)
 {
-	snprintf(group_attacker, sizeof(group_attacker), "/isolation-%d-attacker", (int)getpid());
-	snprintf(group_victim, sizeof(group_victim), "/isolation-%d-victim", (int)getpid());
-	snprintf(group_configured, sizeof(group_configured), "/isolation-%d-configured", (int)getpid());
-	snprintf(config_path, sizeof(config_path), "%s/isolation-%d.conf", TEST_SCRATCH_DIR,
-		 (int)getpid());
+	int runner = (int)getppid(), me = (int)getpid();
+	snprintf(group_attacker, sizeof(group_attacker), "/isolation-%d-%d-attacker", runner, me);
+	snprintf(group_victim, sizeof(group_victim), "/isolation-%d-%d-victim", runner, me);
+	snprintf(group_configured, sizeof(group_configured), "/isolation-%d-%d-configured", runner, me);
+	snprintf(config_path, sizeof(config_path), "%s/isolation-%d.conf", TEST_SCRATCH_DIR, me);
 	mkdir(TEST_SCRATCH_DIR, 0755);
 	leftovers_add_dir(config_path);
 	ctl_test_cgroup_make(CG_V2, group_attacker);
 	ctl_test_cgroup_make(CG_V2, group_victim);
 }
 
-static void teardown(void)
+/* Ends an attacker cgroup's processes and removes it with the children a spray made. */
+static void remove_attacker_tree(const char *dir)
 {
-	char kill_path[300];
-	snprintf(kill_path, sizeof(kill_path), "%s%s/cgroup.kill", CG_V2, group_attacker);
-	FILE *f = fopen(kill_path, "w");
+	char path[600];
+	snprintf(path, sizeof(path), "%s/cgroup.kill", dir);
+	FILE *f = fopen(path, "w");
 	if (f) {
 		fputs("1\n", f);
 		fclose(f);
 	}
-	/* The sprayed children, if a test made them (their processes are gone with cgroup.kill). */
 	for (int i = 0; i < SPRAY_CGROUPS; i++) {
-		char child[128];
-		snprintf(child, sizeof(child), "%s%s/c%d", CG_V2, group_attacker, i);
-		for (int tries = 0; rmdir(child) < 0 && errno == EBUSY && tries < 100; tries++)
+		snprintf(path, sizeof(path), "%s/c%d", dir, i);
+		for (int tries = 0; rmdir(path) < 0 && errno == EBUSY && tries < 100; tries++)
 			usleep(10000);
 	}
+	for (int tries = 0; rmdir(dir) < 0 && errno == EBUSY && tries < 100; tries++)
+		usleep(10000);
+}
+
+static void teardown(void)
+{
+	char dir[300];
+	snprintf(dir, sizeof(dir), "%s%s", CG_V2, group_attacker);
+	remove_attacker_tree(dir);
 	ctl_test_cgroups_cleanup();
 	unlink(config_path);
+}
+
+/*
+ * In the runner, after every test: a test that failed ran no teardown, and
+ * its attacker cgroup may hold thousands of sprayed children, which the
+ * runner's leftovers cleanup (one directory each) cannot remove.
+ */
+static void sweep_attacker_trees(void)
+{
+	char prefix[64];
+	snprintf(prefix, sizeof(prefix), "isolation-%d-", (int)getpid());
+	DIR *d = opendir(CG_V2);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 || len < 9 ||
+		    strcmp(e->d_name + len - 9, "-attacker") != 0)
+			continue;
+		char dir[600];
+		snprintf(dir, sizeof(dir), "%s/%s", CG_V2, e->d_name);
+		remove_attacker_tree(dir);
+	}
+	closedir(d);
 }
 
 /* The attacker at weight 10, the victim at 100, a third cgroup at 500; no pid cache. */
@@ -413,6 +447,8 @@ int main(void)
 	Suite *s = suite_create("isolation");
 	TCase *tc = tcase_create("attacks");
 	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
+	/* Added after: its teardown runs first, before leftovers_cleanup takes the mount. */
+	tcase_add_unchecked_fixture(tc, NULL, sweep_attacker_trees);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, write_flood_does_not_stall_another_tenant_and_its_memory_returns);
