@@ -94,6 +94,14 @@ struct engine_req {
 	void *meta_arg;
 };
 
+/* What one tenant holds of what the workers share (engine.per_tenant). */
+struct tenant_counts {
+	atomic_uint held_writes;       /* workers waiting in or running its held writes */
+	atomic_uint meta_inline;       /* its metadata requests running at once in workers */
+	atomic_uint meta_handed;       /* its metadata requests handed over, not finished */
+	_Atomic uint64_t last_inline_ns; /* when its unscheduled requests last ran */
+};
+
 /* The reactor's view of one tenant. */
 struct tenant_slot {
 	struct sched_queue *queue;     /* NULL: no queue yet, or retired */
@@ -117,7 +125,7 @@ struct engine {
 	_Atomic(struct engine_req *) handoff;
 	_Atomic(struct engine_req *) finished;   /* finished off the reactor: to release, or solo to count */
 	atomic_uint held_writes;                 /* workers waiting in or running a held write */
-	atomic_uint *held_writes_by_tenant;      /* the same per tenant id, each at most held_writes_per_tenant */
+	struct tenant_counts *per_tenant;        /* by tenant id, max_tenants of them */
 	/*
 	 * Metadata runs at once in its worker only while one tenant (or
 	 * nobody) has requests: meta_sole is that tenant, META_NOBODY or
@@ -127,9 +135,6 @@ struct engine {
 	 * (per tenant: when its unscheduled requests last ran).
 	 */
 	_Atomic uint32_t meta_sole;
-	_Atomic uint64_t *last_inline_ns;
-	atomic_uint *meta_inline_by_tenant;   /* running at once in workers */
-	atomic_uint *meta_handed_by_tenant;   /* handed over, not finished */
 	uint32_t held_writes_per_tenant;
 	uint32_t max_tenants;
 	atomic_int solo;                         /* enum solo_state: see take_solo */
@@ -225,7 +230,7 @@ static void record_done(struct engine *e, const struct engine_req *er, int res, 
 	if (er->op == DATAPATH_META) {
 		/* Counted by the scheduler only: the stats columns are data. */
 		if (er->tenant < e->max_tenants)
-			atomic_fetch_sub(&e->meta_handed_by_tenant[er->tenant], 1);
+			atomic_fetch_sub(&e->per_tenant[er->tenant].meta_handed, 1);
 		atomic_fetch_add_explicit(&e->completed, 1, memory_order_relaxed);
 		return;
 	}
@@ -398,7 +403,7 @@ static bool try_hold_worker(struct engine *e, const struct datapath_req *r, uint
 {
 	if (r->op != DATAPATH_WRITE || r->file->direct || tenant >= e->max_tenants)
 		return false;
-	atomic_uint *mine = &e->held_writes_by_tenant[tenant];
+	atomic_uint *mine = &e->per_tenant[tenant].held_writes;
 	if (atomic_fetch_add(mine, 1) < e->held_writes_per_tenant) {
 		if (atomic_fetch_add(&e->held_writes, 1) < e->params.max_held_writes)
 			return true;
@@ -463,7 +468,7 @@ static void run_held_write(struct engine *e, struct engine_req *er, sem_t *go)
 	/* held_res < 0: refused before it was queued, so not the scheduler's. */
 	int res = er->held_res ? er->held_res : transfer_in_worker_as_opener(er, (void *)er->held_data);
 	atomic_fetch_sub(&e->held_writes, 1);
-	atomic_fetch_sub(&e->held_writes_by_tenant[er->tenant], 1);
+	atomic_fetch_sub(&e->per_tenant[er->tenant].held_writes, 1);
 	finish(e, er, res);
 }
 
@@ -576,7 +581,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->sched.sync = r->op != DATAPATH_WRITE || r->file->sync_writes || r->file->direct;
 	if (r->op == DATAPATH_META) {
 		if (er->tenant < e->max_tenants)
-			atomic_fetch_add(&e->meta_handed_by_tenant[er->tenant], 1);
+			atomic_fetch_add(&e->per_tenant[er->tenant].meta_handed, 1);
 		push_to_reactor(e, &e->handoff, er);
 		return;
 	}
@@ -617,9 +622,9 @@ static void note_inline(struct engine *e, uint32_t tenant, uint64_t now)
 {
 	if (tenant >= e->max_tenants)
 		return;
-	uint64_t last = atomic_load_explicit(&e->last_inline_ns[tenant], memory_order_relaxed);
+	uint64_t last = atomic_load_explicit(&e->per_tenant[tenant].last_inline_ns, memory_order_relaxed);
 	if (now > last + INLINE_STAMP_NS)
-		atomic_store_explicit(&e->last_inline_ns[tenant], now, memory_order_relaxed);
+		atomic_store_explicit(&e->per_tenant[tenant].last_inline_ns, now, memory_order_relaxed);
 }
 
 /* Reactor: a request of tenant was queued; with another tenant about, metadata queues too. */
@@ -641,7 +646,7 @@ static void recompute_meta_sole(struct engine *e, uint64_t now, uint32_t busy_te
 {
 	uint32_t sole = busy_count > 1 ? META_MANY : busy_count ? busy_tenant : META_NOBODY;
 	for (uint32_t id = 0; id < e->max_tenants && sole != META_MANY; id++) {
-		uint64_t last = atomic_load_explicit(&e->last_inline_ns[id], memory_order_relaxed);
+		uint64_t last = atomic_load_explicit(&e->per_tenant[id].last_inline_ns, memory_order_relaxed);
 		if (last && now < last + INLINE_ACTIVE_NS && id != sole)
 			sole = sole == META_NOBODY ? id : META_MANY;
 	}
@@ -679,10 +684,10 @@ static bool engine_meta_now(struct datapath *dp, pid_t pid, struct datapath_meta
 		note_inline(e, tenant, now); /* stamped first: a recompute then keeps it */
 		alone = atomic_compare_exchange_strong(&e->meta_sole, &sole, tenant) || sole == tenant;
 	}
-	unsigned running = atomic_fetch_add(&e->meta_inline_by_tenant[tenant], 1);
+	unsigned running = atomic_fetch_add(&e->per_tenant[tenant].meta_inline, 1);
 	if (!alone && (running >= META_INLINE_PER_TENANT ||
-		       atomic_load_explicit(&e->meta_handed_by_tenant[tenant], memory_order_relaxed))) {
-		atomic_fetch_sub(&e->meta_inline_by_tenant[tenant], 1);
+		       atomic_load_explicit(&e->per_tenant[tenant].meta_handed, memory_order_relaxed))) {
+		atomic_fetch_sub(&e->per_tenant[tenant].meta_inline, 1);
 		return false;
 	}
 	ticket->tenant = tenant;
@@ -694,7 +699,7 @@ static void engine_meta_ran(struct datapath *dp, const struct datapath_meta_tick
 	struct engine *e = (struct engine *)dp;
 	if (ticket->tenant >= e->max_tenants)
 		return;
-	atomic_fetch_sub(&e->meta_inline_by_tenant[ticket->tenant], 1);
+	atomic_fetch_sub(&e->per_tenant[ticket->tenant].meta_inline, 1);
 	note_inline(e, ticket->tenant, clock_now_ns());
 }
 
@@ -1292,20 +1297,12 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	 */
 	e->max_tenants = stats_max_tenants(stats);
 	e->held_writes_per_tenant = p->max_held_writes > 4 ? p->max_held_writes / 4 : p->max_held_writes;
-	e->held_writes_by_tenant = calloc(e->max_tenants ? e->max_tenants : 1, sizeof(atomic_uint));
-	e->last_inline_ns = calloc(e->max_tenants ? e->max_tenants : 1, sizeof(*e->last_inline_ns));
-	e->meta_inline_by_tenant = calloc(e->max_tenants ? e->max_tenants : 1, sizeof(atomic_uint));
-	e->meta_handed_by_tenant = calloc(e->max_tenants ? e->max_tenants : 1, sizeof(atomic_uint));
+	e->per_tenant = calloc(e->max_tenants ? e->max_tenants : 1, sizeof(*e->per_tenant));
 	atomic_init(&e->meta_sole, META_NOBODY);
 	e->blocking_count = p->sched.max_inflight < EXECUTORS_MIN ? EXECUTORS_MIN
 			    : p->sched.max_inflight > EXECUTORS_MAX ? EXECUTORS_MAX
 			    : p->sched.max_inflight;
-	if (!e->held_writes_by_tenant || !e->last_inline_ns || !e->meta_inline_by_tenant ||
-	    !e->meta_handed_by_tenant) {
-		free(e->held_writes_by_tenant);
-		free(e->last_inline_ns);
-		free(e->meta_inline_by_tenant);
-		free(e->meta_handed_by_tenant);
+	if (!e->per_tenant) {
 		free(e);
 		snprintf(err, err_bytes, "out of memory");
 		return -ENOMEM;
@@ -1378,10 +1375,7 @@ fail:
 	sched_free(e->sched);
 	if (e->wake_fd >= 0)
 		close(e->wake_fd);
-	free(e->held_writes_by_tenant);
-	free(e->last_inline_ns);
-	free(e->meta_inline_by_tenant);
-	free(e->meta_handed_by_tenant);
+	free(e->per_tenant);
 	free(e);
 	return r;
 }
@@ -1445,10 +1439,7 @@ void engine_free(struct engine *e)
 	close(e->wake_fd);
 	sched_free(e->sched);
 	free(e->slots);
-	free(e->held_writes_by_tenant);
-	free(e->last_inline_ns);
-	free(e->meta_inline_by_tenant);
-	free(e->meta_handed_by_tenant);
+	free(e->per_tenant);
 	pthread_cond_destroy(&e->blocking_work);
 	pthread_mutex_destroy(&e->blocking_lock);
 	free(e);

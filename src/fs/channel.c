@@ -84,7 +84,6 @@ static struct fs *channel_fs;
 
 /* A metadata request taken aside: its bytes, run later by the datapath. */
 struct deferred {
-	struct fs *fs;
 	size_t bytes;
 	char mem[];
 };
@@ -94,7 +93,7 @@ static void run_deferred(void *arg)
 	struct deferred *d = arg;
 	request_drops_privs = drops_privs((const struct fuse_in_header *)d->mem, d->bytes);
 	struct fuse_buf buf = {.size = d->bytes, .mem = d->mem};
-	fuse_session_process_buf(d->fs->session, &buf);
+	fuse_session_process_buf(channel_fs->session, &buf);
 	request_drops_privs = false;
 	free(d);
 }
@@ -104,8 +103,9 @@ static _Thread_local struct datapath_meta_ticket running;
 static _Thread_local bool running_valid;
 
 /*
- * A metadata request runs at once in the worker that read it while nobody
- * else has requests (meta_now); otherwise its bytes are copied and handed
+ * A metadata request runs at once in the worker that read it when the
+ * datapath says so (meta_now: its tenant alone, or light); otherwise its
+ * bytes are copied and handed
  * to the datapath, which runs it at its tenant's turn, and the worker reads
  * on: the request waits as a request, not as a blocked worker, so another
  * tenant's requests are always read and queued.
@@ -113,8 +113,7 @@ static _Thread_local bool running_valid;
 static ssize_t channel_read(int fd, void *buf, size_t buf_bytes, void *userdata)
 {
 	(void)userdata;
-	struct fs *fs = channel_fs;
-	struct datapath *dp = fs->datapath;
+	struct datapath *dp = channel_fs->datapath;
 	if (running_valid) {
 		running_valid = false;
 		dp->meta_ran(dp, &running);
@@ -132,9 +131,9 @@ static ssize_t channel_read(int fd, void *buf, size_t buf_bytes, void *userdata)
 			atomic_store(&init_unique, h->unique);
 			return n;
 		}
-		if (!dp->meta_now || !is_metadata(h->opcode) ||
-		    dp->meta_now(dp, (pid_t)h->pid, &running)) {
-			running_valid = dp->meta_now && is_metadata(h->opcode);
+		bool metadata = dp->meta_now && is_metadata(h->opcode);
+		if (!metadata || dp->meta_now(dp, (pid_t)h->pid, &running)) {
+			running_valid = metadata;
 			request_drops_privs = drops_privs(h, (size_t)n);
 			return n;
 		}
@@ -143,7 +142,6 @@ static ssize_t channel_read(int fd, void *buf, size_t buf_bytes, void *userdata)
 			request_drops_privs = drops_privs(h, (size_t)n);
 			return n; /* no memory to wait in: it runs now */
 		}
-		d->fs = fs;
 		d->bytes = (size_t)n;
 		memcpy(d->mem, buf, (size_t)n);
 		struct datapath_req r = {.op = DATAPATH_META, .pid = (pid_t)h->pid,

@@ -4,6 +4,8 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -104,6 +106,18 @@ void ctl_test_cgroup_move(const char *root, const char *name, pid_t pid)
 	snprintf(path, sizeof(path), "%s%s/cgroup.procs", root, name);
 	snprintf(text, sizeof(text), "%d\n", (int)pid);
 	test_write_file(path, text);
+}
+
+void ctl_test_become(const char *name, uid_t uid)
+{
+	char procs[256], me[32];
+	snprintf(procs, sizeof(procs), "%s%s/cgroup.procs", CG_V2, name);
+	snprintf(me, sizeof(me), "%d\n", (int)getpid());
+	int fd = open(procs, O_WRONLY);
+	if (fd < 0 || write(fd, me, strlen(me)) < 0 || setgroups(0, NULL) < 0 ||
+	    setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
+		_exit(90);
+	close(fd);
 }
 
 /* After a failed assertion writers may still run inside: end them first. */

@@ -29,6 +29,11 @@ int64_t ctl_test_tenant_u64(const char *mnt, const char *cgroup, const char *pat
 void ctl_test_cgroup_make(const char *root, const char *name);
 void ctl_test_cgroup_move(const char *root, const char *name, pid_t pid);
 void ctl_test_cgroups_cleanup(void);
+/*
+ * In a forked child: joins v2 cgroup NAME and becomes uid (gid = uid, no
+ * supplementary groups); exits 90 if it cannot.
+ */
+void ctl_test_become(const char *name, uid_t uid);
 
 /* Polls COND (an expression) every 20 ms for up to 20 s. */
 #define CTL_TEST_POLL(cond)                                                          \

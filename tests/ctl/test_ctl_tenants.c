@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <grp.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -452,14 +451,7 @@ static pid_t spawn_opener(const char *group, uid_t uid, const char *prefix, int 
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		char procs[256], me[32];
-		snprintf(procs, sizeof(procs), "%s%s/cgroup.procs", CG_V2, group);
-		snprintf(me, sizeof(me), "%d\n", (int)getpid());
-		int fd = open(procs, O_WRONLY);
-		if (fd < 0 || write(fd, me, strlen(me)) < 0 || setgroups(0, NULL) < 0 ||
-		    setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-			_exit(10);
-		close(fd);
+		ctl_test_become(group, uid);
 		int result[2] = {0, 0};
 		for (; result[0] < count; result[0]++) {
 			char path[700];

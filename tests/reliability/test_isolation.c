@@ -12,7 +12,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -128,17 +127,41 @@ static void mount_attacker_and_victim(struct test_mount *m)
 	test_mount_start(m, args);
 }
 
-/* In a child: joins cgroup GROUP (v2) and becomes uid, with no supplementary groups. */
-static void become(const char *group, uid_t uid)
+/* The 4 KiB file the victim reads and the sprayer opens, readable by all. */
+static void make_small_file(const struct test_mount *m)
 {
-	char procs[256], me[32];
-	snprintf(procs, sizeof(procs), "%s%s/cgroup.procs", CG_V2, group);
-	snprintf(me, sizeof(me), "%d\n", (int)getpid());
-	int fd = open(procs, O_WRONLY);
-	if (fd < 0 || write(fd, me, strlen(me)) < 0 || setgroups(0, NULL) < 0 ||
-	    setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-		_exit(90);
-	close(fd);
+	ck_assert_int_eq(test_sh("head -c 4096 /dev/urandom >'%s' && chmod 644 '%s'",
+				 test_mnt_path(m, "small"), test_mnt_path(m, "small")), 0);
+}
+
+/*
+ * The victim: VICTIM_PROBES times, 20 ms apart, a stat of a missing name
+ * and a read of the small file, as its own user in its own cgroup; counts
+ * them in *done (when not NULL). Exits 0 when all succeeded.
+ */
+static pid_t spawn_prober(const struct test_mount *m, atomic_int *done)
+{
+	pid_t victim = fork();
+	ck_assert_int_ge(victim, 0);
+	if (victim == 0) {
+		ctl_test_become(group_victim, VICTIM_UID);
+		char missing[400], small[400], buf[8192];
+		snprintf(missing, sizeof(missing), "%s", test_mnt_path(m, "missing"));
+		snprintf(small, sizeof(small), "%s", test_mnt_path(m, "small"));
+		for (int i = 0; i < VICTIM_PROBES; i++) {
+			struct stat st;
+			if (stat(missing, &st) == 0 || errno != ENOENT)
+				_exit(1);
+			int fd = open(small, O_RDONLY);
+			if (fd < 0 || read(fd, buf, sizeof(buf)) != 4096 || close(fd) < 0)
+				_exit(2);
+			if (done)
+				atomic_store(done, i + 1);
+			usleep(20000);
+		}
+		_exit(0);
+	}
+	return victim;
 }
 
 static long daemon_rss_kib(const struct test_mount *m)
@@ -161,15 +184,14 @@ START_TEST(write_flood_does_not_stall_another_tenant_and_its_memory_returns)
 	snprintf(attacker_dir, sizeof(attacker_dir), "%s", test_mnt_path(&m, "attacker"));
 	ck_assert_int_eq(mkdir(attacker_dir, 0755), 0);
 	ck_assert_int_eq(chown(attacker_dir, ATTACKER_UID, ATTACKER_UID), 0);
-	ck_assert_int_eq(test_sh("head -c 4096 /dev/urandom >'%s' && chmod 644 '%s'",
-				 test_mnt_path(&m, "small"), test_mnt_path(&m, "small")), 0);
+	make_small_file(&m);
 	long rss_before_kib = daemon_rss_kib(&m);
 	ck_assert_int_gt(rss_before_kib, 0);
 
 	pid_t fio = fork();
 	ck_assert_int_ge(fio, 0);
 	if (fio == 0) {
-		become(group_attacker, ATTACKER_UID);
+		ctl_test_become(group_attacker, ATTACKER_UID);
 		char dir[500], runtime[32];
 		snprintf(dir, sizeof(dir), "--directory=%s", attacker_dir);
 		snprintf(runtime, sizeof(runtime), "--runtime=%d", FLOOD_S);
@@ -186,25 +208,7 @@ START_TEST(write_flood_does_not_stall_another_tenant_and_its_memory_returns)
 	atomic_int *probes_done = mmap(NULL, sizeof(*probes_done), PROT_READ | PROT_WRITE,
 				       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	ck_assert_ptr_ne(probes_done, MAP_FAILED);
-	pid_t victim = fork();
-	ck_assert_int_ge(victim, 0);
-	if (victim == 0) {
-		become(group_victim, VICTIM_UID);
-		char missing[400], small[400], buf[8192];
-		snprintf(missing, sizeof(missing), "%s", test_mnt_path(&m, "missing"));
-		snprintf(small, sizeof(small), "%s", test_mnt_path(&m, "small"));
-		for (int i = 0; i < VICTIM_PROBES; i++) {
-			struct stat st;
-			if (stat(missing, &st) == 0 || errno != ENOENT)
-				_exit(1);
-			int fd = open(small, O_RDONLY);
-			if (fd < 0 || read(fd, buf, sizeof(buf)) != 4096 || close(fd) < 0)
-				_exit(2);
-			atomic_store(probes_done, i + 1);
-			usleep(20000);
-		}
-		_exit(0);
-	}
+	pid_t victim = spawn_prober(&m, probes_done);
 	int vstatus = -1;
 	ck_assert_int_eq(waitpid(victim, &vstatus, 0), victim);
 	/* Right after: the attacker is still flooding, its writes still queued. */
@@ -273,13 +277,12 @@ START_TEST(metadata_storm_is_queued_while_another_tenant_is_served)
 	snprintf(storm_dir, sizeof(storm_dir), "%s", test_mnt_path(&m, "storm"));
 	ck_assert_int_eq(mkdir(storm_dir, 0755), 0);
 	ck_assert_int_eq(chown(storm_dir, ATTACKER_UID, ATTACKER_UID), 0);
-	ck_assert_int_eq(test_sh("head -c 4096 /dev/urandom >'%s' && chmod 644 '%s'",
-				 test_mnt_path(&m, "small"), test_mnt_path(&m, "small")), 0);
+	make_small_file(&m);
 	pid_t storm[STORM_PROCS];
 	for (int i = 0; i < STORM_PROCS; i++) {
 		ck_assert_int_ge(storm[i] = fork(), 0);
 		if (storm[i] == 0) {
-			become(group_attacker, ATTACKER_UID);
+			ctl_test_become(group_attacker, ATTACKER_UID);
 			char dir[500];
 			snprintf(dir, sizeof(dir), "%s/p%d", storm_dir, i);
 			if (mkdir(dir, 0755) < 0)
@@ -300,24 +303,7 @@ START_TEST(metadata_storm_is_queued_while_another_tenant_is_served)
 			alone_queued_max = q;
 		usleep(20000);
 	}
-	pid_t victim = fork();
-	ck_assert_int_ge(victim, 0);
-	if (victim == 0) {
-		become(group_victim, VICTIM_UID);
-		char missing[400], small[400], buf[8192];
-		snprintf(missing, sizeof(missing), "%s", test_mnt_path(&m, "missing"));
-		snprintf(small, sizeof(small), "%s", test_mnt_path(&m, "small"));
-		for (int i = 0; i < VICTIM_PROBES; i++) {
-			struct stat st;
-			if (stat(missing, &st) == 0 || errno != ENOENT)
-				_exit(1);
-			int fd = open(small, O_RDONLY);
-			if (fd < 0 || read(fd, buf, sizeof(buf)) != 4096 || close(fd) < 0)
-				_exit(2);
-			usleep(20000);
-		}
-		_exit(0);
-	}
+	pid_t victim = spawn_prober(&m, NULL);
 	/* While the victim probes: the storm's metadata waits in its queue. */
 	int64_t storm_queued_max = 0;
 	int vstatus = -1;
@@ -383,13 +369,12 @@ START_TEST(cgroup_spray_leaves_a_configured_cgroup_its_weight)
 	ck_assert_int_eq(chown(path, ATTACKER_UID, ATTACKER_UID), 0);
 	snprintf(path, sizeof(path), "%s%s/cgroup.procs", CG_V2, group_attacker);
 	ck_assert_int_eq(chown(path, ATTACKER_UID, ATTACKER_UID), 0);
-	ck_assert_int_eq(test_sh("head -c 4096 /dev/urandom >'%s' && chmod 644 '%s'",
-				 test_mnt_path(&m, "small"), test_mnt_path(&m, "small")), 0);
+	make_small_file(&m);
 
 	pid_t sprayer = fork();
 	ck_assert_int_ge(sprayer, 0);
 	if (sprayer == 0) {
-		become(group_attacker, ATTACKER_UID);
+		ctl_test_become(group_attacker, ATTACKER_UID);
 		char me[32], child[128], procs[160];
 		snprintf(me, sizeof(me), "%d\n", (int)getpid());
 		for (int i = 0; i < SPRAY_CGROUPS; i++) {
@@ -416,7 +401,7 @@ START_TEST(cgroup_spray_leaves_a_configured_cgroup_its_weight)
 	pid_t configured = fork();
 	ck_assert_int_ge(configured, 0);
 	if (configured == 0) {
-		become(group_configured, VICTIM_UID);
+		ctl_test_become(group_configured, VICTIM_UID);
 		char buf[4096];
 		int fd = open(test_mnt_path(&m, "small"), O_RDONLY);
 		_exit(fd >= 0 && read(fd, buf, sizeof(buf)) == 4096 && close(fd) == 0 ? 0 : 1);
