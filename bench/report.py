@@ -10,10 +10,12 @@ OUT layout (written by bench/run):
     lessons/SCENARIO/VARIANT/T.json   fio JSON (or journalpair's) of tenant T
     lessons/SCENARIO/VARIANT/T_iops.N.log, small_clat.N.log   fio logs
     lessons/SCENARIO/VARIANT/FAILED   a tenant failed
+    lessons/pods/VARIANT/rN/...       the same per round, for the lesson run in rounds
 """
 import glob
 import json
 import os
+import statistics
 import subprocess
 import sys
 
@@ -32,9 +34,22 @@ SCENARIOS = {  # scenario -> tenants, in table order
     "weights-5-3-1": ["w531-a", "w531-b", "w531-c"],
     "depth1-solo": ["d1-shallow"],
     "depth1-vs-deep": ["d1-shallow", "d1-deep"],
+    "pods": ["pod-a-c1", "pod-b-c1", "pod-b-c2", "pod-b-c3"],
 }
 WEIGHTS = {"w81-a": 800, "w81-b": 100, "w531-a": 500, "w531-b": 300, "w531-c": 100,
            "d1-shallow": 800, "d1-deep": 100}
+# The pods lesson: pod -> (its rule's weight, its containers' tenants); the
+# containers have no rule (default weight 100) and divide their pod's share.
+PODS = {"pod-a": (200, ["pod-a-c1"]), "pod-b": (100, ["pod-b-c1", "pod-b-c2", "pod-b-c3"])}
+POD_OF = {c: pod for pod, (_, cs) in PODS.items() for c in cs}
+ROUNDS_SCENARIOS = ("pods",)  # run BENCH_ROUNDS times: lessons/SCENARIO/VARIANT/rN/
+
+
+def tenant_label(tenant):
+    """A tenant's name with its weight, for table heads and plot keys."""
+    if tenant in POD_OF:
+        return f"{tenant} (w100 in {POD_OF[tenant]} w{PODS[POD_OF[tenant]][0]})"
+    return f"{tenant} (w{WEIGHTS[tenant]})"
 
 
 def load_json(path):
@@ -60,21 +75,35 @@ def tenant_summary(path):
             "max_us": clat.get("max", 0) / 1e3, "error": job.get("error", 0)}
 
 
+def load_run(vdir, tenants):
+    """{tenant: summary} of one lesson run, or None if it failed."""
+    got = {}
+    for tenant in tenants:
+        try:
+            got[tenant] = tenant_summary(os.path.join(vdir, tenant + ".json"))
+        except (OSError, ValueError, KeyError, IndexError):
+            return None
+    return None if os.path.exists(os.path.join(vdir, "FAILED")) else got
+
+
+def round_dirs(vdir):
+    """A variant's round directories (r1, r2, ...) in order."""
+    dirs = [d for d in glob.glob(os.path.join(vdir, "r*")) if os.path.basename(d)[1:].isdigit()]
+    return sorted(dirs, key=lambda d: int(os.path.basename(d)[1:]))
+
+
 def load_lessons(out):
-    """{scenario: {variant: {tenant: summary}}}; a failed run maps to None."""
+    """{scenario: {variant: {tenant: summary}}}; a failed run maps to None.
+    A scenario run in rounds (ROUNDS_SCENARIOS) maps each variant to
+    {"rounds": [{tenant: summary} or None, ...]} instead."""
     res = {}
     for scen in SCENARIOS:
         for vdir in sorted(glob.glob(os.path.join(out, "lessons", scen, "*"))):
             variant = os.path.basename(vdir)
-            got = {}
-            for tenant in SCENARIOS[scen]:
-                try:
-                    got[tenant] = tenant_summary(os.path.join(vdir, tenant + ".json"))
-                except (OSError, ValueError, KeyError, IndexError):
-                    got = None
-                    break
-            if os.path.exists(os.path.join(vdir, "FAILED")):
-                got = None
+            if scen in ROUNDS_SCENARIOS:
+                got = {"rounds": [load_run(d, SCENARIOS[scen]) for d in round_dirs(vdir)]}
+            else:
+                got = load_run(vdir, SCENARIOS[scen])
             res.setdefault(scen, {})[variant] = got
     return res
 
@@ -96,10 +125,12 @@ def div(a, b):
 
 def sched_view(out, scen, variant, tenants):
     """fusesched's own view of a run (stat.json, taken near its end): per tenant
-    "target -> received" shares over the interval, and injected requests."""
+    "target -> received" shares over the interval, and injected requests.
+    A tenant is named by its cgroup below the run's (w81-a, pod-a/c1); a
+    parent's (a pod's) shares are its subtree's."""
     try:
         data = load_json(os.path.join(out, "lessons", scen, variant, "stat.json"))
-        by_cg = {t["cgroup"].rsplit("/", 1)[-1]: t for t in data["mounts"][0]["tenants"]}
+        by_cg = {t["cgroup"].split("/", 2)[-1]: t for t in data["mounts"][0]["tenants"]}
     except (OSError, ValueError, KeyError, IndexError):
         return None
     parts = []
@@ -129,7 +160,7 @@ def variants_of(res, *scens):
 
 
 def lesson_tables(res):
-    """Markdown lines for the four lessons, and the goals [(goal, value, target, met)]."""
+    """Markdown lines for the lessons, and the goals [(goal, value, target, met)]."""
     lines, goals = [], []
 
     def views(*scen_tenants):
@@ -213,7 +244,7 @@ def lesson_tables(res):
             ratios = [div(i, iops[-1]) for i in iops[:-1]]
             rows.append([v] + [fmt(i, 0) for i in iops] + [fmt(r, 2) for r in ratios]
                         + [fmt(total, 0), fmt(div(total, fifo_total), 2)])
-        head = ["variant"] + [f"{t} (w{WEIGHTS[t]})" for t in tenants] \
+        head = ["variant"] + [tenant_label(t) for t in tenants] \
             + [f"{t}/{low} (want {WEIGHTS[t] / WEIGHTS[low]:g})" for t in tenants[:-1]] \
             + ["total", "total vs fifo"]
         lines += md_table(head, rows)
@@ -250,7 +281,100 @@ def lesson_tables(res):
                 get(res, "depth1-solo", BFQ, "d1-shallow", "iops"))
         goal("4. depth-1 reader (w800) next to a deep one, bfq vs its solo run (sim S5)", r, ">= 0.90",
              None if r is None else r >= 0.9)
+
+    if "pods" in res:
+        pods_lesson(res, lines, goal)
     return lines, goals
+
+
+def pods_lesson(res, lines, goal):
+    """The pods lesson's table (medians of its rounds) and goals."""
+    lines += ["", "### Pods: hierarchical weights, 2:1 by rule on the pods, 1 and 3 containers "
+              "without rules (4k direct random reads, IOPS)", ""]
+    pods = list(PODS)
+    want = {p: PODS[p][0] / sum(w for w, _ in PODS.values()) for p in pods}
+    b_cs = PODS["pod-b"][1]
+    want_c = want["pod-b"] / len(b_cs)
+
+    def round_stats(run):
+        """One round's numbers: per pod IOPS and share, pod-b's containers' shares, total."""
+        if not run:
+            return None
+        per_pod = {p: sum(run[c]["iops"] for c in PODS[p][1]) for p in pods}
+        total = sum(per_pod.values())
+        if not total:
+            return None
+        return {"iops": per_pod, "total": total, "share": {p: per_pod[p] / total for p in pods},
+                "cs": [run[c]["iops"] / total for c in b_cs]}
+
+    def rounds(v):
+        return [round_stats(r) for r in (res["pods"].get(v) or {}).get("rounds", [])]
+
+    def med(xs):
+        xs = [x for x in xs if x is not None]
+        return statistics.median(xs) if xs else None
+
+    fifo_rounds = rounds(FIFO)
+
+    def vs_fifo(v):
+        """Each round's total over fifo's total in the same round (adjacent runs)."""
+        fifo = fifo_rounds + [None] * len(rounds(v))
+        return [div(r["total"], f["total"]) if r and f else None
+                for r, f in zip(rounds(v), fifo)]
+
+    rows = []
+    n_rounds = 0
+    for v in variants_of(res, "pods"):
+        rs = rounds(v)
+        ok = [r for r in rs if r]
+        n_rounds = max(n_rounds, len(rs))
+        share = {p: med(r["share"][p] for r in ok) for p in pods}
+        err = {p: None if share[p] is None else share[p] / want[p] - 1 for p in pods}
+        ratios = vs_fifo(v)
+        rows.append([v, f"{len(ok)}/{len(rs)}"]
+                    + [fmt(med(r["iops"][p] for r in ok), 0) for p in pods]
+                    + [fmt(share[p], 3) for p in pods]
+                    + ["-" if err[p] is None else f"{err[p]:+.2f}" for p in pods]
+                    + [" / ".join(fmt(med(r["cs"][i] for r in ok), 3) for i in range(len(b_cs))),
+                       fmt(med(r["total"] for r in ok), 0), fmt(med(ratios), 2),
+                       " / ".join(fmt(r["share"]["pod-a"], 3) if r else "failed" for r in rs),
+                       " / ".join(fmt(x, 2) for x in ratios)])
+    head = ["variant", "rounds"] + [f"{p} IOPS ({len(PODS[p][1])} c.)" for p in pods] \
+        + [f"{p} share (want {want[p]:.3f})" for p in pods] \
+        + [f"{p} error" for p in pods] \
+        + [f"pod-b c1 / c2 / c3 share (want {want_c:.3f} each)", "total", "total vs fifo",
+           "pod-a share by round", "total vs fifo by round"]
+    lines += md_table(head, rows)
+    lines += ["", f"Medians of {n_rounds} round{'s' if n_rounds != 1 else ''} (in each round every "
+              "variant ran back to back, the order rotating from round to round; the last two "
+              "columns are each round's). A pod's IOPS are its containers' together; shares "
+              "are of the total; the error is the share relative to its target (share / target "
+              "- 1); total vs fifo is each round's total over fifo's in the same round. Under "
+              "raw, passthrough_ll and fifo the weights do not apply (each container gets about "
+              "a quarter): those rows are references for the total."]
+    views = []
+    out = res["_out"]
+    for i, d in enumerate(round_dirs(os.path.join(out, "lessons", "pods", BFQ))):
+        view = sched_view(out, "pods", os.path.join(BFQ, os.path.basename(d)),
+                          ["pod-a", "pod-a/c1", "pod-b", "pod-b/c1", "pod-b/c2", "pod-b/c3"])
+        if view:
+            views.append(f"round {i + 1}: {view}")
+    if views:
+        lines += ["", "fusesched-bfq's own view of these runs (`fusesched stat` near the end; a "
+                  "pod's shares are its containers' together; injected waker/fsync/general): "
+                  + " — ".join(views) + "."]
+    ok = [r for r in rounds(BFQ) if r]
+    err = tot = None
+    got = "-"
+    if ok:
+        share = {p: med(r["share"][p] for r in ok) for p in pods}
+        err = max(abs(share[p] / want[p] - 1) for p in pods)
+        got = ":".join(f"{share[p]:.3f}" for p in pods) + f", median of {len(ok)}"
+        tot = med(vs_fifo(BFQ))
+    goal(f"pods. 2:1 pod shares (bfq got {got}), worst relative error", err, "<= 0.10",
+         None if err is None else err <= 0.1)
+    goal("pods. total, bfq vs fifo (median of the rounds)", tot, ">= 0.90",
+         None if tot is None else tot >= 0.9)
 
 
 def goal_table(goals):
@@ -301,27 +425,34 @@ def gnuplot(script):
 
 def plot_weights(out, res, plots):
     made = []
-    for scen in ("weights-8-1", "weights-5-3-1", "depth1-vs-deep"):
+    for scen in ("weights-8-1", "weights-5-3-1", "depth1-vs-deep", "pods"):
         variants = variants_of(res, scen)
         if not variants:
             continue
         tenants = SCENARIOS[scen]
-        parts = []
+        # One panel per variant; per variant and round for a scenario run in rounds.
+        panels = []
         for v in variants:
             vdir = os.path.join(out, "lessons", scen, v)
+            if scen in ROUNDS_SCENARIOS:
+                panels += [(f"{v} {os.path.basename(d)}", d) for d in round_dirs(vdir)]
+            else:
+                panels.append((v, vdir))
+        parts = []
+        for v, vdir in panels:
             series = {t: iops_series(vdir, t) for t in tenants}
             steps = sorted(set().union(*series.values()))
-            dat = os.path.join(plots, f"{scen}-{v}.dat")
+            dat = os.path.join(plots, f"{scen}-{v.replace(' ', '-')}.dat")
             with open(dat, "w") as f:
                 f.write("# time_s " + " ".join(tenants) + "\n")
                 for b in steps:
                     f.write(f"{b * 0.5:.1f} " + " ".join(str(series[t].get(b, 0)) for t in tenants) + "\n")
-            cols = ", ".join(f"'{dat}' using 1:{i + 2} with lines lw 2 title '{t} (w{WEIGHTS[t]})'"
+            cols = ", ".join(f"'{dat}' using 1:{i + 2} with lines lw 2 title '{tenant_label(t)}'"
                              for i, t in enumerate(tenants))
             parts.append(f"set title '{scen}: {v}'\nplot {cols}\n")
         png = os.path.join(plots, f"{scen}.png")
-        script = (f"set terminal pngcairo noenhanced size 900,{260 * len(variants)}\nset output '{png}'\n"
-                  f"set multiplot layout {len(variants)},1\nset xlabel 'time (s)'\n"
+        script = (f"set terminal pngcairo noenhanced size 900,{260 * len(panels)}\nset output '{png}'\n"
+                  f"set multiplot layout {len(panels)},1\nset xlabel 'time (s)'\n"
                   "set ylabel 'IOPS'\nset yrange [0:*]\nset key outside right\nset grid\n"
                   + "".join(parts) + "unset multiplot\n")
         if gnuplot(script):
@@ -363,6 +494,9 @@ def plot_stream_cdf(out, res, plots):
 
 def brief(vdir):
     scen, variant = vdir.rstrip("/").split("/")[-2:]
+    if scen not in SCENARIOS:  # lessons/SCENARIO/VARIANT/rN
+        scen, variant, rnd = vdir.rstrip("/").split("/")[-3:]
+        variant = f"{variant} {rnd}"
     parts = []
     for tenant in SCENARIOS.get(scen, []):
         try:
@@ -436,14 +570,16 @@ def main():
     os.makedirs(plots, exist_ok=True)
     pngs = plot_weights(out, res, plots) + plot_stream_cdf(out, res, plots)
     loads = []
-    for path in sorted(glob.glob(os.path.join(out, "lessons", "*", "*", "loadavg"))):
+    for path in sorted(glob.glob(os.path.join(out, "lessons", "*", "*", "loadavg"))
+                       + glob.glob(os.path.join(out, "lessons", "*", "*", "r*", "loadavg"))):
         with open(path) as f:
             loads.append((float(f.read().split()[0]), os.path.relpath(os.path.dirname(path), out)))
     if loads:
         top = max(loads)
         lines += ["", f"Load average before the lesson runs: median {sorted(loads)[len(loads) // 2][0]:.1f}, "
                   f"highest {top[0]:.1f} (before {top[1]}); on 2 cores, other work on the machine "
-                  "skews a run (the per-run values are in lessons/*/*/loadavg)."]
+                  "skews a run (the per-run values are in lessons/*/*/loadavg"
+                  + (", lessons/pods/*/r*/loadavg" if "pods" in res else "") + ")."]
     print("\n".join(["### Goals", ""] + goal_table(goals) + [""] + lines))
     if pngs:
         print("\nPlots: " + ", ".join(os.path.relpath(p, out) for p in pngs)

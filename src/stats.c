@@ -28,8 +28,12 @@ struct stats {
 struct stats *stats_new(uint32_t max_tenants)
 {
 	struct stats *s = calloc(1, sizeof(*s) + (size_t)max_tenants * sizeof(s->tenants[0]));
-	if (s)
-		s->max_tenants = max_tenants;
+	if (!s)
+		return NULL;
+	s->max_tenants = max_tenants;
+	/* Until the engine's first publish, a tenant's queue is in no group. */
+	for (uint32_t t = 0; t < max_tenants; t++)
+		s->tenants[t].sched.parent_id = SCHED_GROUP_NONE;
 	return s;
 }
 
@@ -107,7 +111,7 @@ void stats_reset_tenant(struct stats *s, uint32_t tenant)
 	for (int i = 0; i < STATS_LATENCY_BUCKETS; i++)
 		atomic_store_explicit(&t->latency_buckets[i], 0, memory_order_relaxed);
 	atomic_store_explicit(&t->latency_max_ns, 0, memory_order_relaxed);
-	const struct sched_queue_stats empty = {.tenant_id = tenant};
+	const struct sched_queue_stats empty = {.tenant_id = tenant, .parent_id = SCHED_GROUP_NONE};
 	stats_publish_sched(s, tenant, &empty);
 }
 

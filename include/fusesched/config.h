@@ -10,7 +10,8 @@
  *                default_weight, honor_cgroup_weights
  *   [tenants]    hierarchy, cache_ttl_ms, retire_idle_ms
  *   [control]    socket, group
- *   [group "PATTERN"]  weight          (any number, in file order)
+ *   [group "PATTERN"]  weight, account (any number, in file order; PATTERN
+ *                is a cgroup path or glob, ** spanning whole components)
  *
  * Errors are reported as "FILE:LINE: message" and the functions return a
  * negative errno: -EINVAL for any content error, -ENOMEM, or the errno of a
@@ -49,10 +50,20 @@ enum config_hierarchy {
 	CONFIG_HIERARCHY_BLKIO,	/* always the v1 blkio path */
 };
 
+/* Who the tenants below a ruled cgroup are. */
+enum config_account {
+	CONFIG_ACCOUNT_CGROUP,	/* each cgroup below is a tenant of its own,
+				 * dividing this cgroup's share */
+	CONFIG_ACCOUNT_SUBTREE,	/* the whole subtree is this cgroup's one
+				 * tenant (flat shares per pod) */
+};
+
 /* One [group "PATTERN"] section. */
 struct config_group_rule {
-	char *pattern;		/* cgroup path or fnmatch(FNM_PATHNAME) glob */
+	char *pattern;		/* cgroup path or glob: * ? [...] within one
+				 * component, ** across any number of them */
 	uint32_t weight;
+	enum config_account account;
 	unsigned line;		/* line of the section header, for messages */
 };
 

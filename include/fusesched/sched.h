@@ -140,10 +140,24 @@ struct sched_req {
 	uint32_t others_inflight;	/* other tenants' requests at the store at dispatch */
 };
 
+/* Tenants form a tree, as cgroups do: a queue or a group is a child of a
+ * group or of the root, and a group's share of the store is divided among
+ * its children that have requests (or are deep and away), in proportion to
+ * their weights. Children at the root share by weight alone, so a flat set
+ * of queues is plain B-WF2Q+. The tree is flattened, as the kernel's
+ * io.cost does: each active queue is scheduled with its share of the
+ * whole store as its weight, recomputed whenever a sibling on its path goes
+ * active or idle, so slices, budgets, idling, injection and caps work on
+ * queues as before and a group's children can divide its share but never
+ * add to it. */
+#define SCHED_GROUP_NONE UINT64_MAX
+struct sched_group;
+
 /* Read-only per-tenant counters, for `fusesched stat`. */
 struct sched_queue_stats {
 	uint64_t tenant_id;
-	uint32_t weight;
+	uint64_t parent_id;			/* its group's id, SCHED_GROUP_NONE: the root */
+	uint32_t weight;			/* among its siblings */
 	uint32_t pending, inflight;
 	uint64_t served_ops, served_bytes;
 	uint64_t charged_bytes;			/* what the share was computed on */
@@ -180,6 +194,23 @@ int sched_queue_set_weight(struct sched *s, struct sched_queue *q, uint32_t weig
  * The caller must not use q afterwards, except through those requests. */
 void sched_queue_remove(struct sched *s, struct sched_queue *q);
 void sched_queue_stats(const struct sched_queue *q, struct sched_queue_stats *st);
+/* Moves q under parent (NULL: the root), keeping its place in virtual time. */
+void sched_queue_set_parent(struct sched *s, struct sched_queue *q, struct sched_group *parent);
+
+/* Finds group group_id or creates it under parent (NULL: the root) with
+ * weight (0: default weight). An existing group keeps its weight and
+ * parent. A group lives while a queue or group is beneath it, or until
+ * sched_group_remove. -EINVAL bad weight or id, -ENOMEM. */
+int sched_group_get(struct sched *s, uint64_t group_id, struct sched_group *parent,
+		    uint32_t weight, struct sched_group **out);
+struct sched_group *sched_group_find(const struct sched *s, uint64_t group_id);
+/* -EINVAL outside 1..1000. */
+int sched_group_set_weight(struct sched *s, struct sched_group *g, uint32_t weight);
+/* -EINVAL if parent is g or beneath it. */
+int sched_group_set_parent(struct sched *s, struct sched_group *g, struct sched_group *parent);
+/* Frees group_id's name for a new group; g lives on while anything is
+ * beneath it. The caller must not use g afterwards. */
+void sched_group_remove(struct sched *s, struct sched_group *g);
 
 void sched_enqueue(struct sched *s, struct sched_req *r, uint64_t now_ns);
 /* Next request to submit, or NULL: nothing to do now. */

@@ -68,9 +68,11 @@ void tenant_parse_mountinfo(const char *text, size_t len,
 /* ---- weights ------------------------------------------------------------ */
 
 /* Index of the first rule whose pattern matches PATH, or -1.  A pattern
- * matches if it equals PATH or fnmatch(pattern, path, FNM_PATHNAME) does:
- * wildcards never cross a slash: pattern "/a/STAR" matches "/a/b" but not
- * "/a/b/c" (STAR being the asterisk). */
+ * matches if it equals PATH, or component by component: "**" as a whole
+ * component matches any number of components (none too, unless it is the
+ * last: "/a/STARSTAR" matches "/a/b" and "/a/b/c" but not "/a"); any other
+ * component is an fnmatch() glob whose wildcards never cross a slash:
+ * "/a/STAR" matches "/a/b" but not "/a/b/c" (STAR being the asterisk). */
 int tenant_match_rule(const struct config_group_rule *rules, size_t count,
 		      const char *path);
 
@@ -110,6 +112,8 @@ uint32_t tenant_resolve_weight(const struct config *cfg,
 /* Requests with pid 0, from invisible pids, or from new cgroups refused an
  * id that have no ancestor tenant to share. */
 #define TENANT_ID_DEFAULT 0u
+/* No tenant: the parent of a top-level tenant. */
+#define TENANT_ID_NONE UINT32_MAX
 
 struct tenant_table;
 
@@ -127,6 +131,7 @@ struct tenant_table_params {
 
 struct tenant_info {
 	uint32_t id;
+	uint32_t parent;	/* tenant_parent(): TENANT_ID_NONE at the top */
 	uint32_t weight;
 	enum tenant_weight_source weight_source;
 	char path[TENANT_PATH_MAX];	/* "" for the default tenant */
@@ -151,21 +156,29 @@ int tenant_table_new(const struct tenant_table_params *params,
 		     char *err, size_t err_len);
 void tenant_table_free(struct tenant_table *table);
 
-/* The tenant of thread PID at NOW_NS.  Never fails: pid 0, vanished or
- * invisible pids give TENANT_ID_DEFAULT; a new cgroup refused an id (table
- * full, or its parent's cap) gets its nearest ancestor's tenant (below the
- * root; the parent's is created if the parent may have an id), else
- * TENANT_ID_DEFAULT.  A cached answer
- * is at most cache_ttl_ms old (a moved process is re-attributed within
- * it) and is refused when pid PID may have been reused since. */
+/* The tenant of thread PID at NOW_NS: its cgroup's, or that of the
+ * outermost ancestor whose rule says account = subtree.  Never fails: pid
+ * 0, vanished or invisible pids give TENANT_ID_DEFAULT; a new cgroup
+ * refused an id (table full, or its parent's cap) gets its nearest
+ * ancestor's tenant (below the root; the parent's is created if the parent
+ * may have an id), else TENANT_ID_DEFAULT.  A cached answer is at most
+ * cache_ttl_ms old (a moved process is re-attributed within it) and is
+ * refused when pid PID may have been reused since. */
 uint32_t tenant_resolve(struct tenant_table *table, pid_t pid,
 			uint64_t now_ns);
 
 /* Current weight of tenant ID (lock-free), 0 for an unknown id. */
 uint32_t tenant_weight(const struct tenant_table *table, uint32_t id);
 
-/* Increments whenever any tenant's weight changes, so the engine knows to
- * push weights into the scheduler. */
+/* The tenant whose share tenant ID divides with its siblings (lock-free):
+ * the tenant of the nearest ancestor cgroup that is a level of the
+ * scheduling tree (a [group] rule names it, or its weight file is set), or
+ * TENANT_ID_NONE when there is none and ID shares at the top level.  A
+ * tenant holds its parent, so a parent outlives its children. */
+uint32_t tenant_parent(const struct tenant_table *table, uint32_t id);
+
+/* Increments whenever any tenant's weight or parent changes, so the
+ * engine knows to push them into the scheduler. */
 uint64_t tenant_table_weights_epoch(const struct tenant_table *table);
 
 /* A hold keeps ID from being retired (fs/ holds the opener's tenant for
@@ -177,14 +190,16 @@ void tenant_release(struct tenant_table *table, uint32_t id);
 int tenant_get_info(struct tenant_table *table, uint32_t id,
 		    struct tenant_info *out);
 
-/* Re-resolves every weight and takes the new hierarchy, TTL and retirement
- * settings; all under one lock, so resolutions see the old or the new
- * config, never a mix.  Cached pids are dropped if the hierarchy changed. */
+/* Re-resolves every weight and parent (creating new levels' tenants) and
+ * takes the new hierarchy, TTL and retirement settings; all under one
+ * lock, so resolutions see the old or the new config, never a mix.  Cached
+ * pids are dropped if the hierarchy or the subtree rules changed. */
 int tenant_table_apply_config(struct tenant_table *table,
 			      const struct config *cfg);
 
-/* Retires tenants unused for retire_idle_ms, not held, whose cgroup
- * directory is gone.  While free ids are no more than the reserve it also
+/* Retires tenants unused for retire_idle_ms, not held (a child tenant
+ * holds its parent), whose cgroup directory is gone or folded into an
+ * ancestor's tenant by a subtree rule.  While free ids are no more than the reserve it also
  * retires tenants unused for min(retire_idle_ms, 1 s) and not held, least
  * recently used first, whose cgroups still exist, until more than the
  * reserve is free (such a cgroup gets a new id, with fresh stats, on its

@@ -86,6 +86,12 @@ static const struct enum_name hierarchy_names[] = {
 	{ NULL, 0 },
 };
 
+static const struct enum_name account_names[] = {
+	{ "cgroup", CONFIG_ACCOUNT_CGROUP },
+	{ "subtree", CONFIG_ACCOUNT_SUBTREE },
+	{ NULL, 0 },
+};
+
 /* ---- value parsers ------------------------------------------------------ */
 
 /* Strict decimal: digits only, no sign, no blanks, no suffix.  Overflow is
@@ -345,6 +351,8 @@ static const struct key_desc keys[] = {
 	{ SEC_GROUP, "weight", set_u32, print_u32,
 	  RULE(weight), CONFIG_WEIGHT_MIN, CONFIG_WEIGHT_MAX, NULL, NULL,
 	  AT_RELOAD },
+	{ SEC_GROUP, "account", set_enum, print_enum,
+	  RULE(account), 0, 0, account_names, "cgroup", AT_RELOAD },
 };
 
 #define KEY_COUNT (sizeof(keys) / sizeof(keys[0]))
@@ -555,6 +563,7 @@ static int add_rule(struct parse_ctx *ctx, const char *pattern)
 	if (!ctx->rule->pattern)
 		goto nomem;
 	ctx->rule->weight = 0;
+	ctx->rule->account = CONFIG_ACCOUNT_CGROUP;
 	ctx->rule->line = ctx->lineno;
 	cfg->group_count++;
 	return 0;
@@ -563,12 +572,26 @@ nomem:
 	return -ENOMEM;
 }
 
+/* The first component of PATTERN holding "**" without being it, or NULL:
+ * "**" spans components only as a whole one. */
+static const char *bad_double_star(const char *pattern, size_t *len)
+{
+	for (const char *c = pattern; *c; c += *len) {
+		c += *c == '/';
+		*len = strcspn(c, "/");
+		if (*len != 2 && memmem(c, *len, "**", 2))
+			return c;
+	}
+	return NULL;
+}
+
 /* Parses `[name]` or `[name "pattern"]` (pattern may hold \" and \\),
  * optionally followed by a ; or # comment.  P points at the '['. */
 static void parse_header(struct parse_ctx *ctx, char *p)
 {
 	char *name, *pattern = NULL, *out;
-	size_t name_len;
+	const char *bad;
+	size_t name_len, bad_len;
 	enum section_id id = SEC_NONE;
 
 	p = skip_blanks(p + 1);
@@ -627,6 +650,12 @@ static void parse_header(struct parse_ctx *ctx, char *p)
 			fail_at(ctx, ctx->lineno, -EINVAL,
 				"group pattern must be an absolute cgroup path starting with '/', got \"%s\"",
 				pattern);
+			return;
+		}
+		if ((bad = bad_double_star(pattern, &bad_len))) {
+			fail_at(ctx, ctx->lineno, -EINVAL,
+				"group pattern \"%s\": ** must be a whole path component (as in \"/a/**/b\"), got \"%.*s\"",
+				pattern, (int)bad_len, bad);
 			return;
 		}
 		if (add_rule(ctx, pattern))

@@ -369,11 +369,8 @@ static double sort_value(const struct col *c, struct json_object *t)
 	return c->kind == COL_INJ || c->kind == COL_EXP ? sum_fields(v) : json_object_get_double(v);
 }
 
-static int compare_rows(const void *a, const void *b, void *arg)
+static int compare_rows(struct json_object *ta, struct json_object *tb, const struct col *c)
 {
-	const struct col *c = arg;
-	struct json_object *ta = *(struct json_object *const *)a;
-	struct json_object *tb = *(struct json_object *const *)b;
 	if (c->kind == COL_TEXT)
 		return strcmp(tenant_name(ta), tenant_name(tb));
 	double va = sort_value(c, ta), vb = sort_value(c, tb);
@@ -383,42 +380,157 @@ static int compare_rows(const void *a, const void *b, void *arg)
 	return strcmp(tenant_name(ta), tenant_name(tb));
 }
 
+struct rank_ctx {
+	struct json_object *const *rows;
+	const struct col *sort;
+};
+
+static int compare_indices(const void *a, const void *b, void *arg)
+{
+	const struct rank_ctx *ctx = arg;
+	return compare_rows(ctx->rows[*(const size_t *)a], ctx->rows[*(const size_t *)b], ctx->sort);
+}
+
+static bool is_lower_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+size_t ctl_shorten_ids(char *out, size_t out_bytes, const char *path)
+{
+	size_t used = 0;
+	for (const char *p = path; *p;) {
+		/* P starts a maximal run: runs are skipped whole, so the byte before is no hex digit. */
+		size_t run = 0;
+		while (is_lower_hex(p[run]))
+			run++;
+		size_t take = run == 0 ? 1 : run, keep = run == 64 ? 12 : take;
+		for (size_t k = 0; k < keep; k++, used++)
+			if (used + 1 < out_bytes)
+				out[used] = p[k];
+		p += take;
+	}
+	if (out_bytes)
+		out[used < out_bytes ? used : out_bytes - 1] = '\0';
+	return used;
+}
+
+/* Each row's parent id; none for top level, and for every row of a daemon older than the tree. */
+static int rows_link(struct json_object *const *rows, size_t n, size_t *up, unsigned *depth)
+{
+	struct ctl_tree_node *nodes = malloc((n ? n : 1) * sizeof(*nodes));
+	if (!nodes)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *p = field(rows[i], "parent");
+		nodes[i] = (struct ctl_tree_node){
+			.id = (uint32_t)u64(rows[i], "id"),
+			.parent = json_object_is_type(p, json_type_int) ? (uint32_t)json_object_get_uint64(p)
+									 : TENANT_ID_NONE};
+	}
+	int r = ctl_tree_link(nodes, n, up, depth);
+	free(nodes);
+	return r;
+}
+
+/*
+ * The TENANT cell: two spaces per level, the path relative to the parent's
+ * (a child's full path mostly repeats its parent's), container ids short.
+ * Malloc'd; NULL when out of memory.
+ */
+static char *tree_name(struct json_object *t, struct json_object *parent, unsigned depth)
+{
+	const char *name = tenant_name(t);
+	if (parent) {
+		const char *pp = str(parent, "cgroup"), *p = str(t, "cgroup");
+		size_t len = strlen(pp);
+		if (len && strncmp(p, pp, len) == 0 && (pp[len - 1] == '/' || p[len] == '/') &&
+		    p[len + (p[len] == '/')])
+			name = p + len + (p[len] == '/');
+	}
+	size_t indent = 2 * (size_t)depth, len = ctl_shorten_ids(NULL, 0, name);
+	char *out = malloc(indent + len + 1);
+	if (out) {
+		memset(out, ' ', indent);
+		ctl_shorten_ids(out + indent, len + 1, name);
+	}
+	return out;
+}
+
 static void print_table(FILE *out, struct json_object *m, const struct col *sort)
 {
-	char up[32], peak[32];
-	human_uptime(up, sizeof(up), num(m, "uptime_s"));
+	char up_time[32], peak[32];
+	human_uptime(up_time, sizeof(up_time), num(m, "uptime_s"));
 	human_bytes(peak, sizeof(peak), num(m, "peak_rate_bytes_per_s"));
 	fprintf(out, "mount %s  backing %s  policy %s  in flight %" PRIu64 "/%" PRIu64
 		"  peak %s/s  uptime %s\n",
 		str(m, "mount"), str(m, "backing"), str(m, "policy"), u64(m, "inflight"),
-		u64(m, "max_inflight"), peak, up);
+		u64(m, "max_inflight"), peak, up_time);
 	struct json_object *tenants = field(m, "tenants");
-	size_t n = json_object_array_length(tenants);
-	struct json_object **rows = calloc(n ? n : 1, sizeof(*rows));
-	if (!rows)
-		return;
-	int name_width = 8;
+	size_t n = json_object_array_length(tenants), cap = n ? n : 1;
+	struct json_object **rows = calloc(cap, sizeof(*rows));
+	char **names = calloc(cap, sizeof(*names));
+	size_t *up = malloc(3 * cap * sizeof(*up)), *rank = up ? up + cap : NULL;
+	size_t *order = up ? rank + cap : NULL;
+	unsigned *depth = malloc(cap * sizeof(*depth));
+	if (!rows || !names || !up || !depth)
+		goto out;
 	for (size_t i = 0; i < n; i++) {
 		rows[i] = json_object_array_get_idx(tenants, i);
-		int w = (int)strlen(tenant_name(rows[i]));
+		rank[i] = i;
+	}
+	/* Sorted within each level, each child right after its parent. */
+	qsort_r(rank, n, sizeof(*rank), compare_indices, &(struct rank_ctx){rows, sort});
+	if (rows_link(rows, n, up, depth) < 0 || ctl_tree_order(up, n, rank, order) < 0)
+		goto out;
+	int name_width = 8;
+	for (size_t i = 0; i < n; i++) {
+		names[i] = tree_name(rows[i], up[i] == CTL_TREE_ROOT ? NULL : rows[up[i]], depth[i]);
+		if (!names[i])
+			goto out;
+		int w = (int)strlen(names[i]);
 		if (w > name_width)
 			name_width = w;
 	}
-	qsort_r(rows, n, sizeof(*rows), compare_rows, (void *)sort);
 	for (size_t c = 0; c < NCOLS; c++)
 		fprintf(out, c ? " %*s" : "%-*s", c ? COLS[c].width : name_width, COLS[c].header);
 	fputc('\n', out);
-	for (size_t i = 0; i < n; i++) {
-		for (size_t c = 0; c < NCOLS; c++) {
+	for (size_t k = 0; k < n; k++) {
+		size_t i = order[k];
+		fprintf(out, "%-*s", name_width, names[i]);
+		for (size_t c = 1; c < NCOLS; c++) {
 			char text[128];
 			cell(text, sizeof(text), &COLS[c], rows[i]);
-			fprintf(out, c ? " %*s" : "%-*s", c ? COLS[c].width : name_width, text);
+			fprintf(out, " %*s", COLS[c].width, text);
 		}
 		fputc('\n', out);
 	}
 	if (n == 0)
 		fprintf(out, "(no tenant has done I/O yet)\n");
+out:
+	for (size_t i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
 	free(rows);
+	free(up);
+	free(depth);
+}
+
+static const struct col *col_by_key(const char *key)
+{
+	for (size_t c = 0; c < NCOLS; c++)
+		if (strcmp(COLS[c].sort_key, key) == 0)
+			return &COLS[c];
+	return NULL;
+}
+
+int ctl_print_table(FILE *out, struct json_object *mount, const char *sort_key)
+{
+	const struct col *sort = col_by_key(sort_key ? sort_key : "tenant");
+	if (!sort)
+		return -EINVAL;
+	print_table(out, mount, sort);
+	return 0;
 }
 
 /* ---- Prometheus ---------------------------------------------------------- */
@@ -437,9 +549,9 @@ static const struct prom_metric METRICS[] = {
 	{"fusesched_max_inflight", "gauge", "Configured limit of requests at the backing store.", NULL, NULL, 1, "max_inflight"},
 	{"fusesched_peak_rate_bytes_per_second", "gauge", "Learned peak rate of the backing store.", NULL, NULL, 1, "peak_rate_bytes_per_s"},
 	{"fusesched_tenant_weight", "gauge", "Weight of the tenant.", "weight", NULL, 1, NULL},
-	{"fusesched_tenant_target_share", "gauge", "Weight over the sum of active tenants' weights.", "target_share", NULL, 1, NULL},
-	{"fusesched_tenant_share_interval", "gauge", "Share of bytes received over the last interval.", "share_interval", NULL, 1, NULL},
-	{"fusesched_tenant_share_total", "gauge", "Share of bytes received since mount.", "share_total", NULL, 1, NULL},
+	{"fusesched_tenant_target_share", "gauge", "Share of the store the tenant and its descendants should get: product over its path of weight over the active siblings' weights.", "target_share", NULL, 1, NULL},
+	{"fusesched_tenant_share_interval", "gauge", "Share of bytes received by the tenant and its descendants over the last interval.", "share_interval", NULL, 1, NULL},
+	{"fusesched_tenant_share_total", "gauge", "Share of bytes received by the tenant and its descendants since mount.", "share_total", NULL, 1, NULL},
 	{"fusesched_tenant_read_bytes_per_second", "gauge", "Bytes read per second over the last interval.", "read_bytes_per_s", NULL, 1, NULL},
 	{"fusesched_tenant_write_bytes_per_second", "gauge", "Bytes written per second over the last interval.", "write_bytes_per_s", NULL, 1, NULL},
 	{"fusesched_tenant_iops", "gauge", "Requests per second over the last interval.", "iops", NULL, 1, NULL},
@@ -480,14 +592,18 @@ static void prom_value(FILE *out, struct json_object *v, double scale)
 }
 
 static void prom_sample(FILE *out, const struct prom_metric *pm, const char *mnt,
-			const char *tenant, const char *label, const char *label_value,
-			struct json_object *v)
+			const char *tenant, const char *parent, const char *label,
+			const char *label_value, struct json_object *v)
 {
 	fprintf(out, "%s{mount=", pm->name);
 	prom_label_value(out, mnt);
 	if (tenant) {
 		fputs(",tenant=", out);
 		prom_label_value(out, tenant);
+	}
+	if (parent) {
+		fputs(",parent=", out);
+		prom_label_value(out, parent);
 	}
 	if (label) {
 		fprintf(out, ",%s=", label);
@@ -497,31 +613,73 @@ static void prom_sample(FILE *out, const struct prom_metric *pm, const char *mnt
 	prom_value(out, v, pm->scale);
 }
 
-/* Metric by metric, so each family's HELP and TYPE come once, before all its samples. */
-static void print_prometheus(FILE *out, struct json_object *const *mounts, size_t n)
+/*
+ * The parent label of each tenant of MOUNT: its parent's tenant label, so
+ * the tree can be rebuilt from the samples alone; NULL at the top level (no
+ * label: a flat mount's series stay as they were). NULL when out of memory.
+ */
+static const char **prom_parents(struct json_object *mount)
 {
+	struct json_object *tenants = field(mount, "tenants");
+	size_t n = json_object_array_length(tenants), cap = n ? n : 1;
+	struct json_object **rows = malloc(cap * sizeof(*rows));
+	const char **parents = calloc(cap, sizeof(*parents));
+	size_t *up = malloc(cap * sizeof(*up));
+	unsigned *depth = malloc(cap * sizeof(*depth));
+	if (rows && parents && up && depth) {
+		for (size_t i = 0; i < n; i++)
+			rows[i] = json_object_array_get_idx(tenants, i);
+		if (rows_link(rows, n, up, depth) == 0) {
+			for (size_t i = 0; i < n; i++)
+				if (up[i] != CTL_TREE_ROOT)
+					parents[i] = tenant_name(rows[up[i]]);
+		}
+	} else {
+		free(parents);
+		parents = NULL;
+	}
+	free(rows);
+	free(up);
+	free(depth);
+	return parents;
+}
+
+/* Metric by metric, so each family's HELP and TYPE come once, before all its samples. */
+void ctl_print_prometheus(FILE *out, struct json_object *const *mounts, size_t n)
+{
+	const char ***parents = calloc(n ? n : 1, sizeof(*parents));
+	for (size_t i = 0; parents && i < n; i++)
+		parents[i] = prom_parents(mounts[i]);
 	for (size_t k = 0; k < sizeof(METRICS) / sizeof(METRICS[0]); k++) {
 		const struct prom_metric *pm = &METRICS[k];
 		fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", pm->name, pm->help, pm->name, pm->type);
 		for (size_t i = 0; i < n; i++) {
 			const char *mnt = str(mounts[i], "mount");
 			if (pm->mount_field) {
-				prom_sample(out, pm, mnt, NULL, NULL, NULL, field(mounts[i], pm->mount_field));
+				prom_sample(out, pm, mnt, NULL, NULL, NULL, NULL,
+					    field(mounts[i], pm->mount_field));
 				continue;
 			}
 			struct json_object *tenants = field(mounts[i], "tenants");
 			for (size_t t = 0; t < json_object_array_length(tenants); t++) {
 				struct json_object *tj = json_object_array_get_idx(tenants, t);
 				struct json_object *v = field(tj, pm->field);
+				const char *parent = parents && parents[i] ? parents[i][t] : NULL;
 				if (!pm->label) {
-					prom_sample(out, pm, mnt, tenant_name(tj), NULL, NULL, v);
+					prom_sample(out, pm, mnt, tenant_name(tj), parent, NULL, NULL, v);
 					continue;
 				}
+				if (!json_object_is_type(v, json_type_object))
+					continue; /* a daemon without this field: no crash, no samples */
 				json_object_object_foreach(v, key, val)
-					prom_sample(out, pm, mnt, tenant_name(tj), pm->label, key, val);
+					prom_sample(out, pm, mnt, tenant_name(tj), parent, pm->label, key,
+						    val);
 			}
 		}
 	}
+	for (size_t i = 0; parents && i < n; i++)
+		free(parents[i]);
+	free(parents);
 }
 
 /* ---- commands -------------------------------------------------------------- */
@@ -564,10 +722,7 @@ static int stat_parse_args(int argc, char **argv, struct stat_args *a)
 					return usage("--watch takes SECONDS, 0.1..86400");
 				continue;
 			}
-			a->sort = NULL;
-			for (size_t c = 0; c < NCOLS; c++)
-				if (strcmp(COLS[c].sort_key, v) == 0)
-					a->sort = &COLS[c];
+			a->sort = col_by_key(v);
 			if (!a->sort) {
 				size_t used = (size_t)snprintf(msg, sizeof(msg), "unknown --sort column '%s'; one of:", v);
 				for (size_t c = 0; c < NCOLS && used < sizeof(msg); c++)
@@ -619,7 +774,7 @@ static int stat_once(const struct stat_args *a, const struct ctl_mount *mounts, 
 		for (size_t i = 0; list && i < got; i++)
 			list[i] = json_object_array_get_idx(all, i);
 		if (list)
-			print_prometheus(out, list, got);
+			ctl_print_prometheus(out, list, got);
 		free(list);
 	} else {
 		for (size_t i = 0; i < got; i++) {

@@ -363,108 +363,49 @@ static struct json_object *reply_ok(void)
 	return o;
 }
 
-static void add_u64(struct json_object *o, const char *key, uint64_t v)
+/* Appends tenant ID's row: SNAP, INFO, and its last interval from the samples. False when out of memory. */
+static bool ctl_row_add(struct ctl_server *s, uint32_t id, const struct stats_tenant_snapshot *snap,
+			const struct tenant_info *info, struct ctl_row **rows, size_t *n, size_t *cap)
 {
-	json_object_object_add(o, key, json_object_new_uint64(v));
-}
-
-static void add_double(struct json_object *o, const char *key, double v)
-{
-	json_object_object_add(o, key, json_object_new_double(v));
-}
-
-static struct json_object *counters4(const uint64_t v[STATS_OP_NR])
-{
-	struct json_object *o = json_object_new_object();
-	add_u64(o, "read", v[STATS_OP_READ]);
-	add_u64(o, "write", v[STATS_OP_WRITE]);
-	add_u64(o, "sync", v[STATS_OP_SYNC]);
-	add_u64(o, "other", v[STATS_OP_OTHER]);
-	return o;
-}
-
-static const char *weight_source_name(enum tenant_weight_source src)
-{
-	switch (src) {
-	case TENANT_WEIGHT_FROM_RULE:
-		return "rule";
-	case TENANT_WEIGHT_FROM_CGROUP:
-		return "cgroup";
-	case TENANT_WEIGHT_FROM_DEFAULT:
-		break;
+	if (*n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 16;
+		struct ctl_row *nr = realloc(*rows, ncap * sizeof(**rows));
+		if (!nr)
+			return false;
+		*rows = nr;
+		*cap = ncap;
 	}
-	return "default";
+	struct ctl_row *r = &(*rows)[*n];
+	r->path = strdup(info->path);
+	if (!r->path)
+		return false;
+	r->id = id;
+	r->parent = info->parent;
+	r->weight = info->weight;
+	r->source = info->weight_source;
+	r->snap = *snap;
+	r->interval_read = delta(s->newer[id].read_bytes, s->older[id].read_bytes);
+	r->interval_write = delta(s->newer[id].write_bytes, s->older[id].write_bytes);
+	r->interval_bytes = r->interval_read + r->interval_write;
+	r->interval_ops = delta(s->newer[id].ops, s->older[id].ops);
+	r->active = r->interval_ops || snap->sched.pending || snap->sched.inflight;
+	(*n)++;
+	return true;
 }
 
-struct ctl_row {
-	uint32_t id, weight;
-	enum tenant_weight_source source;
-	char *path;
-	bool active;                /* did I/O in the last interval, or has requests queued or in flight */
-	uint64_t interval_bytes, interval_read, interval_write, interval_ops;
-	struct stats_tenant_snapshot snap;
-};
-
-static struct json_object *ctl_row_json(const struct ctl_row *r, double target, double share_interval,
-					double share_total, double interval_s)
-{
-	const struct sched_queue_stats *q = &r->snap.sched;
-	struct json_object *t = json_object_new_object();
-	add_u64(t, "id", r->id);
-	json_object_object_add(t, "cgroup", json_object_new_string(r->path));
-	add_u64(t, "weight", r->weight);
-	json_object_object_add(t, "weight_source", json_object_new_string(weight_source_name(r->source)));
-	json_object_object_add(t, "active", json_object_new_boolean(r->active));
-	add_double(t, "target_share", target);
-	add_double(t, "share_interval", share_interval);
-	add_double(t, "share_total", share_total);
-	add_double(t, "read_bytes_per_s", interval_s > 0 ? (double)r->interval_read / interval_s : 0);
-	add_double(t, "write_bytes_per_s", interval_s > 0 ? (double)r->interval_write / interval_s : 0);
-	add_double(t, "iops", interval_s > 0 ? (double)r->interval_ops / interval_s : 0);
-	json_object_object_add(t, "ops", counters4(r->snap.ops));
-	json_object_object_add(t, "bytes", counters4(r->snap.bytes));
-	add_u64(t, "errors", r->snap.errors);
-	add_u64(t, "solo_ops", r->snap.solo_ops);
-	struct json_object *lat = json_object_new_object();
-	/* Quantiles are bucket bounds: never report one above the true maximum. */
-	uint64_t p50 = stats_latency_quantile_ns(r->snap.latency_buckets, 0.50);
-	uint64_t p99 = stats_latency_quantile_ns(r->snap.latency_buckets, 0.99);
-	add_u64(lat, "p50", p50 < r->snap.latency_max_ns ? p50 : r->snap.latency_max_ns);
-	add_u64(lat, "p99", p99 < r->snap.latency_max_ns ? p99 : r->snap.latency_max_ns);
-	add_u64(lat, "max", r->snap.latency_max_ns);
-	json_object_object_add(t, "latency_ns", lat);
-	add_u64(t, "queued", q->pending);
-	add_u64(t, "inflight", q->inflight);
-	add_u64(t, "idle_windows", q->idle_windows);
-	add_u64(t, "idle_ns", q->idle_ns);
-	struct json_object *inj = json_object_new_object();
-	add_u64(inj, "waker", q->injected_ops[SCHED_INJECT_WAKER]);
-	add_u64(inj, "fsync", q->injected_ops[SCHED_INJECT_SYNC]);
-	add_u64(inj, "general", q->injected_ops[SCHED_INJECT_GENERAL]);
-	json_object_object_add(t, "injected", inj);
-	struct json_object *exp = json_object_new_object();
-	add_u64(exp, "exhausted", q->expirations[SCHED_EXPIRE_EXHAUSTED]);
-	add_u64(exp, "timeout", q->expirations[SCHED_EXPIRE_TIMEOUT]);
-	add_u64(exp, "emptied", q->expirations[SCHED_EXPIRE_EMPTIED]);
-	add_u64(exp, "too_idle", q->expirations[SCHED_EXPIRE_TOO_IDLE]);
-	add_u64(exp, "preempted", q->expirations[SCHED_EXPIRE_PREEMPTED]);
-	json_object_object_add(t, "expirations", exp);
-	add_u64(t, "budget_bytes", q->budget_bytes);
-	add_u64(t, "think_ns", q->think_ns);
-	add_u64(t, "cycle_alone_ns", q->cycle_alone_ns);
-	add_u64(t, "inject_limit", q->inject_limit);
-	return t;
-}
-
-/* Live tenants that ever did I/O or have some queued. */
+/*
+ * Live tenants that ever did I/O or have some queued, and every ancestor of
+ * one (a parent with no I/O of its own still holds its children's shares).
+ */
 static size_t ctl_rows_collect(struct ctl_server *s, struct ctl_row **out)
 {
 	size_t n = 0, cap = 0;
 	struct ctl_row *rows = NULL;
 	struct tenant_info *info = malloc(sizeof(*info));
+	bool *listed = calloc(s->max_tenants, sizeof(*listed));
 	*out = NULL;
-	if (!info)
-		return 0;
+	if (!info || !listed)
+		goto out;
 	for (uint32_t id = 0; id < s->max_tenants; id++) {
 		struct stats_tenant_snapshot snap;
 		stats_read_tenant(s->stats, id, &snap);
@@ -472,30 +413,24 @@ static size_t ctl_rows_collect(struct ctl_server *s, struct ctl_row **out)
 			continue;
 		if (tenant_get_info(s->tenants, id, info) < 0)
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct ctl_row *nr = realloc(rows, ncap * sizeof(*rows));
-			if (!nr)
-				break;
-			rows = nr;
-			cap = ncap;
-		}
-		struct ctl_row *r = &rows[n];
-		r->path = strdup(info->path);
-		if (!r->path)
-			break;
-		r->id = id;
-		r->weight = info->weight;
-		r->source = info->weight_source;
-		r->snap = snap;
-		r->interval_read = delta(s->newer[id].read_bytes, s->older[id].read_bytes);
-		r->interval_write = delta(s->newer[id].write_bytes, s->older[id].write_bytes);
-		r->interval_bytes = r->interval_read + r->interval_write;
-		r->interval_ops = delta(s->newer[id].ops, s->older[id].ops);
-		r->active = r->interval_ops || snap.sched.pending || snap.sched.inflight;
-		n++;
+		if (!ctl_row_add(s, id, &snap, info, &rows, &n, &cap))
+			goto out;
+		listed[id] = true;
 	}
+	/* Rows appended here are walked in turn, so grandparents come too. */
+	for (size_t i = 0; i < n; i++) {
+		uint32_t p = rows[i].parent;
+		if (p >= s->max_tenants || listed[p] || tenant_get_info(s->tenants, p, info) < 0)
+			continue; /* top level, already listed, or retired meanwhile: shown top level */
+		struct stats_tenant_snapshot snap;
+		stats_read_tenant(s->stats, p, &snap);
+		if (!ctl_row_add(s, p, &snap, info, &rows, &n, &cap))
+			goto out;
+		listed[p] = true;
+	}
+out:
 	free(info);
+	free(listed);
 	*out = rows;
 	return n;
 }
@@ -504,7 +439,7 @@ static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 {
 	struct json_object *o = reply_ok();
 	json_object_object_add(o, "version", json_object_new_string(FUSESCHED_VERSION));
-	add_u64(o, "pid", (uint64_t)getpid());
+	ctl_json_add_u64(o, "pid", (uint64_t)getpid());
 	json_object_object_add(o, "mount", json_object_new_string(s->mountpoint));
 	json_object_object_add(o, "backing", json_object_new_string(s->backing));
 	json_object_object_add(o, "config", s->config_path[0] ? json_object_new_string(s->config_path)
@@ -514,40 +449,23 @@ static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 	uint64_t peak;
 	uint32_t inflight, max_inflight;
 	stats_read_global(s->stats, &peak, &inflight, &max_inflight);
-	add_u64(o, "inflight", inflight);
-	add_u64(o, "max_inflight", max_inflight);
-	add_u64(o, "peak_rate_bytes_per_s", peak);
-	add_double(o, "uptime_s", (double)(now - s->start_ns) / CTL_NS_PER_S);
+	ctl_json_add_u64(o, "inflight", inflight);
+	ctl_json_add_u64(o, "max_inflight", max_inflight);
+	ctl_json_add_u64(o, "peak_rate_bytes_per_s", peak);
+	ctl_json_add_double(o, "uptime_s", (double)(now - s->start_ns) / CTL_NS_PER_S);
 	double interval_s = (double)(s->newer_ns - s->older_ns) / CTL_NS_PER_S;
-	add_double(o, "interval_s", interval_s);
+	ctl_json_add_double(o, "interval_s", interval_s);
 
 	struct ctl_row *rows;
 	size_t n = ctl_rows_collect(s, &rows);
-	uint64_t active_weights = 0, all_weights = 0, interval_bytes = 0, total_bytes = 0;
-	bool any_active = false;
-	for (size_t i = 0; i < n; i++) {
-		all_weights += rows[i].weight;
-		if (rows[i].active) {
-			active_weights += rows[i].weight;
-			any_active = true;
-		}
-		interval_bytes += rows[i].interval_bytes;
-		total_bytes += rows[i].snap.bytes[STATS_OP_READ] + rows[i].snap.bytes[STATS_OP_WRITE];
-	}
-	/* With nobody active, the target is what each would get if all competed. */
-	uint64_t weight_sum = any_active ? active_weights : all_weights;
-	struct json_object *tenants = json_object_new_array();
-	for (size_t i = 0; i < n; i++) {
-		const struct ctl_row *r = &rows[i];
-		bool counts = r->active || !any_active;
-		double target = counts && weight_sum ? (double)r->weight / (double)weight_sum : 0;
-		double si = interval_bytes ? (double)r->interval_bytes / (double)interval_bytes : 0;
-		uint64_t rb = r->snap.bytes[STATS_OP_READ] + r->snap.bytes[STATS_OP_WRITE];
-		double st = total_bytes ? (double)rb / (double)total_bytes : 0;
-		json_object_array_add(tenants, ctl_row_json(r, target, si, st, interval_s));
-		free(r->path);
-	}
+	struct json_object *tenants = ctl_tenants_json(rows, n, interval_s);
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].path);
 	free(rows);
+	if (!tenants) {
+		json_object_put(o);
+		return reply_error("out of memory");
+	}
 	json_object_object_add(o, "tenants", tenants);
 	return o;
 }
@@ -603,7 +521,7 @@ static struct json_object *ctl_handle_line(struct ctl_server *s, const char *lin
 	case CTL_CMD_VERSION: {
 		struct json_object *reply = reply_ok();
 		json_object_object_add(reply, "version", json_object_new_string(FUSESCHED_VERSION));
-		add_u64(reply, "pid", (uint64_t)getpid());
+		ctl_json_add_u64(reply, "pid", (uint64_t)getpid());
 		return reply;
 	}
 	default:

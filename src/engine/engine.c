@@ -6,6 +6,7 @@
 #include "fusesched/personality.h"
 #include "fusesched/stats.h"
 #include "fusesched/tenant.h"
+#include "fusesched/tenant_queues.h"
 
 #include <errno.h>
 #include <liburing.h>
@@ -103,11 +104,6 @@ struct tenant_counts {
 };
 
 /* The reactor's view of one tenant. */
-struct tenant_slot {
-	struct sched_queue *queue;     /* NULL: no queue yet, or retired */
-	uint32_t weight;               /* the weight the queue has */
-};
-
 struct engine {
 	struct datapath dp;        /* first: fs/ holds a pointer to it */
 	struct engine_params params;
@@ -157,9 +153,7 @@ struct engine {
 	struct engine_req *blocking_head, *blocking_tail;
 	bool blocking_stop;
 	/* Reactor-only state. */
-	struct tenant_slot *slots;     /* by tenant id */
-	uint32_t slot_count;
-	uint64_t weights_epoch;
+	struct tenant_queues *queues;  /* each tenant's, placed in the scheduler's tree */
 	uint64_t next_retire_ns;
 	uint64_t next_publish_ns;
 	_Atomic uint64_t error_logged_ns; /* rate limit for backing-store error lines */
@@ -750,30 +744,6 @@ static void arm_wake_read(struct engine *e)
 	io_uring_sqe_set_data64(sqe, WAKE_TAG);
 }
 
-/* The scheduler's queue of a tenant, made on its first request. */
-static struct sched_queue *tenant_queue(struct engine *e, uint32_t tenant)
-{
-	if (tenant >= e->slot_count) {
-		uint32_t count = e->slot_count ? e->slot_count : 64;
-		while (count <= tenant)
-			count *= 2;
-		struct tenant_slot *grown = realloc(e->slots, count * sizeof(*grown));
-		if (!grown)
-			return NULL;
-		memset(grown + e->slot_count, 0, (count - e->slot_count) * sizeof(*grown));
-		e->slots = grown;
-		e->slot_count = count;
-	}
-	struct tenant_slot *slot = &e->slots[tenant];
-	if (!slot->queue) {
-		uint32_t weight = tenant_weight(e->tenants, tenant);
-		if (sched_queue_get(e->sched, tenant, weight, &slot->queue) < 0)
-			return NULL;
-		slot->weight = weight;
-	}
-	return slot->queue;
-}
-
 /*
  * copy_file_range has no io_uring opcode and blocks for as long as the copy
  * takes: a blocking executor runs it once the scheduler let it through, as
@@ -963,7 +933,7 @@ static struct engine_req *take_in_order(_Atomic(struct engine_req *) *stack)
 static void account_solo(struct engine *e, struct engine_req *er)
 {
 	note_inline(e, er->tenant, clock_now_ns());
-	er->sched.queue = tenant_queue(e, er->tenant);
+	er->sched.queue = tenant_queues_get(e->queues, er->tenant);
 	if (er->sched.queue)
 		sched_account(e->sched, &er->sched);
 	request_free(e, er);
@@ -989,7 +959,7 @@ static void take_handoff(struct engine *e, uint64_t now)
 	while (fifo) {
 		struct engine_req *er = fifo;
 		fifo = er->next;
-		er->sched.queue = tenant_queue(e, er->tenant);
+		er->sched.queue = tenant_queues_get(e->queues, er->tenant);
 		if (!er->sched.queue) {
 			if (er->held_go) {
 				er->held_res = -ENOMEM; /* its worker finishes it */
@@ -1007,23 +977,6 @@ static void take_handoff(struct engine *e, uint64_t now)
 	}
 }
 
-/* Weights changed by a reload reach the scheduler without losing queue places. */
-static void sync_weights(struct engine *e)
-{
-	uint64_t epoch = tenant_table_weights_epoch(e->tenants);
-	if (epoch == e->weights_epoch)
-		return;
-	e->weights_epoch = epoch;
-	for (uint32_t id = 0; id < e->slot_count; id++) {
-		struct tenant_slot *slot = &e->slots[id];
-		if (!slot->queue)
-			continue;
-		uint32_t w = tenant_weight(e->tenants, id);
-		if (w && w != slot->weight && sched_queue_set_weight(e->sched, slot->queue, w) == 0)
-			slot->weight = w;
-	}
-}
-
 /* Once a second: idle tenants. */
 static void retire_idle(struct engine *e, uint64_t now)
 {
@@ -1034,10 +987,7 @@ static void retire_idle(struct engine *e, uint64_t now)
 	size_t n = tenant_table_retire(e->tenants, now, ids, RETIRE_BATCH);
 	for (size_t i = 0; i < n; i++) {
 		stats_reset_tenant(e->stats, ids[i]);
-		if (ids[i] < e->slot_count && e->slots[ids[i]].queue) {
-			sched_queue_remove(e->sched, e->slots[ids[i]].queue);
-			e->slots[ids[i]].queue = NULL;
-		}
+		tenant_queues_retire(e->queues, ids[i]);
 	}
 }
 
@@ -1048,11 +998,12 @@ static void publish_stats(struct engine *e, uint64_t now)
 		return;
 	e->next_publish_ns = now + e->params.stats_publish_ns;
 	uint32_t busy_tenant = 0, busy_count = 0;
-	for (uint32_t id = 0; id < e->slot_count; id++) {
-		if (!e->slots[id].queue)
+	for (uint32_t id = 0; id < tenant_queues_limit(e->queues); id++) {
+		struct sched_queue *queue = tenant_queues_find(e->queues, id);
+		if (!queue)
 			continue;
 		struct sched_queue_stats q;
-		sched_queue_stats(e->slots[id].queue, &q);
+		sched_queue_stats(queue, &q);
 		stats_publish_sched(e->stats, id, &q);
 		if (q.pending || q.inflight) {
 			busy_tenant = id;
@@ -1229,7 +1180,7 @@ static void *reactor_main(void *arg)
 		close_solo(e);
 		take_finished(e, now);
 		take_handoff(e, now);
-		sync_weights(e);
+		tenant_queues_sync(e->queues);
 		retire_idle(e, now);
 		publish_stats(e, now);
 		for (struct sched_req *sr; (sr = sched_dispatch(e->sched, now));)
@@ -1326,6 +1277,11 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 		snprintf(err, err_bytes, "invalid scheduler parameters: %s", strerror(-r));
 		goto fail;
 	}
+	r = tenant_queues_new(e->sched, tenants, p->sched.default_weight, &e->queues);
+	if (r < 0) {
+		snprintf(err, err_bytes, "out of memory");
+		goto fail;
+	}
 	e->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (e->wake_fd < 0) {
 		r = -errno;
@@ -1372,6 +1328,7 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	*out = e;
 	return 0;
 fail:
+	tenant_queues_free(e->queues);
 	sched_free(e->sched);
 	if (e->wake_fd >= 0)
 		close(e->wake_fd);
@@ -1438,7 +1395,7 @@ void engine_free(struct engine *e)
 	bufpool_free(e->buffers);
 	close(e->wake_fd);
 	sched_free(e->sched);
-	free(e->slots);
+	tenant_queues_free(e->queues);
 	free(e->per_tenant);
 	pthread_cond_destroy(&e->blocking_work);
 	pthread_mutex_destroy(&e->blocking_lock);

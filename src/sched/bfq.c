@@ -94,6 +94,7 @@ static void queue_weight_add(struct sched *s, struct sched_queue *q)
 		s->wq.vtime = s->max_finish_vt;
 	q->weighed = true;
 	s->wq.wsum += q->ent.weight;
+	sched_tree_activate(s, &q->node);
 }
 
 void sched_bfq_weight_drop(struct sched *s, struct sched_queue *q)
@@ -102,6 +103,7 @@ void sched_bfq_weight_drop(struct sched *s, struct sched_queue *q)
 		return;
 	q->weighed = false;
 	s->wq.wsum -= q->ent.weight;
+	sched_tree_deactivate(s, &q->node);
 }
 
 /* back: the queue returns from being away, so it keeps its place even if V

@@ -21,6 +21,9 @@
 	(sched_list_empty(head) ? NULL : sched_list_entry((head)->next, type, member))
 
 /* pos: the member's link; safe against removing pos inside the loop. */
+#define sched_list_foreach(pos, head) \
+	for ((pos) = (head)->next; (pos) != (head); (pos) = (pos)->next)
+
 #define sched_list_foreach_safe(pos, tmp, head) \
 	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \
 	     (pos) = (tmp), (tmp) = (pos)->next)

@@ -90,6 +90,7 @@ int sched_new(const struct sched_params *p, struct sched **out)
 	s->ops = policy_ops(p->policy);
 	sched_wf2q_init(&s->wq);
 	sched_list_init(&s->all_queues);
+	sched_list_init(&s->all_groups);
 	sched_list_init(&s->sync_queues);
 	sched_list_init(&s->away_queues);
 	sched_list_init(&s->fifo_reqs);
@@ -105,6 +106,7 @@ void sched_free(struct sched *s)
 	struct sched_link *pos, *tmp;
 	sched_list_foreach_safe(pos, tmp, &s->all_queues)
 		free(sched_list_entry(pos, struct sched_queue, all_link));
+	sched_tree_free_all(s);
 	sched_wf2q_destroy(&s->wq);
 	sched_table_destroy(&s->tenants);
 	free(s);
@@ -123,7 +125,8 @@ static struct sched_queue *queue_new(struct sched *s, uint64_t tenant_id, uint32
 	if (!q)
 		return NULL;
 	q->tenant_id = tenant_id;
-	q->ent.weight = weight;
+	q->node.weight = weight;
+	q->ent.weight = (uint32_t)sched_tree_share(&q->node);
 	q->ent.id = s->next_queue_id++;
 	q->ent.heap_pos = -1;
 	q->ent.start_vt = q->ent.finish_vt = s->wq.vtime;
@@ -165,24 +168,8 @@ void sched_queue_free_if_done(struct sched *s, struct sched_queue *q)
 		return;
 	sched_list_remove(&q->all_link);
 	s->nqueues_alloc--;
+	sched_tree_queue_gone(q);
 	free(q);
-}
-
-int sched_queue_set_weight(struct sched *s, struct sched_queue *q, uint32_t weight)
-{
-	if (!weight_valid(weight))
-		return -EINVAL;
-	uint32_t old = q->ent.weight;
-	/* Keep the start tag (the place); rescale only what is left to run. */
-	uint64_t len = q->ent.finish_vt - q->ent.start_vt;
-	q->ent.finish_vt = q->ent.start_vt + len * old / weight;
-	q->ent.weight = weight;
-	if (q->depth == QUEUE_IN_GAP)
-		s->gap_wsum = s->gap_wsum - old + weight;
-	if (q->weighed)
-		s->wq.wsum = s->wq.wsum - old + weight;
-	sched_wf2q_reposition(&s->wq, &q->ent);
-	return 0;
 }
 
 void sched_queue_remove(struct sched *s, struct sched_queue *q)
@@ -196,7 +183,8 @@ void sched_queue_stats(const struct sched_queue *q, struct sched_queue_stats *st
 {
 	*st = (struct sched_queue_stats){
 		.tenant_id = q->tenant_id,
-		.weight = q->ent.weight,
+		.parent_id = q->node.parent ? q->node.parent->group_id : SCHED_GROUP_NONE,
+		.weight = q->node.weight,
 		.pending = q->pending,
 		.inflight = q->inflight,
 		.served_ops = q->stats.served_ops,

@@ -11,6 +11,8 @@
  *     fifo.c  the baseline: arrival order, only max_inflight
  *   learn.c   what is learned from arrivals and completions: think time,
  *             wakers, the store's rate, seekiness, cycles, injection limits
+ *   tree.c    the tenant tree: groups, and each active queue's share of
+ *             the store as its weight in virtual time
  *   wf2q.c    virtual time and the eligibility heaps (wf2q.h)
  *   list.h    the intrusive list
  *
@@ -160,8 +162,33 @@ struct queue_counters {
 	uint64_t expirations[SCHED_EXPIRE_NR];
 };
 
+/* A place in the tenant tree (tree.c): a queue's or a group's. */
+struct sched_node {
+	struct sched_group *parent;	/* NULL: the root */
+	uint32_t weight;		/* among its siblings, 1..1000 */
+	bool is_group;
+	bool active;			/* counted in its parent's active_wsum */
+	struct sched_link active_link;	/* parent's active children, while active */
+};
+
+/* Share units: a child of the root with weight w has w * SHARE_ONE. */
+#define SHARE_ONE (1u << 12)
+
+struct sched_group {
+	struct sched_node node;
+	uint64_t group_id;
+	struct sched_link all_link;	/* sched.all_groups */
+	struct sched_link active;	/* its active children's nodes */
+	uint64_t active_wsum;		/* their weights */
+	uint64_t share;			/* while active: of the store, in SHARE_ONE units */
+	uint32_t children;		/* queues and groups beneath it */
+	bool detached;			/* sched_group_remove'd: freed when empty */
+};
+
 struct sched_queue {
-	struct wf2q_entity ent;		/* weight and place in virtual time */
+	struct wf2q_entity ent;		/* place in virtual time; weight: its share
+					 * of the store in SHARE_ONE units (tree.c) */
+	struct sched_node node;		/* its place in the tenant tree */
 	uint64_t tenant_id;
 	struct sched_queue *table_next;	/* tenant table chain */
 	struct sched_link all_link;	/* sched.all_queues */
@@ -224,6 +251,7 @@ struct sched {
 	const struct sched_policy_ops *ops;
 	struct tenant_table tenants;
 	struct sched_link all_queues;	/* every queue, detached ones until freed */
+	struct sched_link all_groups;	/* every group, detached ones until freed */
 	size_t nqueues_alloc;		/* on all_queues: wq has room for them */
 	uint64_t next_queue_id;
 
@@ -327,6 +355,17 @@ struct sched_queue *sched_table_find(const struct tenant_table *t, uint64_t tena
 int sched_table_reserve(struct tenant_table *t);
 void sched_table_insert(struct tenant_table *t, struct sched_queue *q);
 void sched_table_remove(struct tenant_table *t, struct sched_queue *q);
+
+/* tree.c */
+/* A queue or group goes active (counts in its parent's sum) or idle; the
+ * shares on its path are recomputed and pushed into wq. */
+void sched_tree_activate(struct sched *s, struct sched_node *n);
+void sched_tree_deactivate(struct sched *s, struct sched_node *n);
+/* Its share of the store as its parent's children stand now. */
+uint64_t sched_tree_share(const struct sched_node *n);
+/* q is freed: its parent may be too. */
+void sched_tree_queue_gone(struct sched_queue *q);
+void sched_tree_free_all(struct sched *s);
 
 /* learn.c */
 /* A request arrives at q, not counted yet: if q was not busy, its think

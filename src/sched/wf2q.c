@@ -36,7 +36,8 @@ int sched_wf2q_reserve(struct wf2q *w, size_t n)
 
 uint64_t sched_wf2q_vt_len(uint64_t bytes, uint32_t weight)
 {
-	return bytes * WF2Q_SCALE / (weight ? weight : 1);
+	unsigned __int128 len = (unsigned __int128)bytes * WF2Q_SCALE / (weight ? weight : 1);
+	return len > WF2Q_LEN_MAX ? WF2Q_LEN_MAX : (uint64_t)len;
 }
 
 static uint64_t entity_key(const struct wf2q_entity *e, int which)
@@ -151,7 +152,8 @@ void sched_wf2q_advance(struct wf2q *w, uint64_t service_bytes)
 {
 	if (!w->wsum)
 		return;
-	w->vtime += service_bytes * WF2Q_SCALE / w->wsum;
+	unsigned __int128 d = (unsigned __int128)service_bytes * WF2Q_SCALE / w->wsum;
+	w->vtime += d > WF2Q_LEN_MAX ? WF2Q_LEN_MAX : (uint64_t)d;
 	wf2q_migrate(w);
 }
 

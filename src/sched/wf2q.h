@@ -9,11 +9,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Virtual time is bytes * WF2Q_SCALE / weight. The scale keeps V moving
- * when 10,000 tenants of weight 1000 share a 4 KiB request (sum of weights
- * 1e7), and leaves 2^44 bytes per weight unit before the signed compare
- * would have to care about wrapping. */
-#define WF2Q_SCALE (1u << 20)
+/* Virtual time is bytes * WF2Q_SCALE / weight, where weights are shares
+ * of the store in units of 1/4096 of a weight (tree.c's SHARE_ONE). The
+ * scale keeps V moving when 10,000 tenants of weight 1000 share a 4 KiB
+ * request (sum of weights 4e10), and gives a weight of 1 (unit 4096) 2^44
+ * bytes before the signed compare would have to care about wrapping. A
+ * length is capped at WF2Q_LEN_MAX (a tiny share of a huge charge), so
+ * tags stay well inside that. */
+#define WF2Q_SCALE (1ull << 32)
+#define WF2Q_LEN_MAX (1ull << 60)
 
 struct wf2q_entity {
 	uint64_t start_vt, finish_vt;

@@ -172,13 +172,78 @@ void tenant_parse_mountinfo(const char *text, size_t len,
 	}
 }
 
+/* Copies the components of absolute PATH into BUF, each NUL-terminated ("/"
+ * has none, "/a/b" is "a\0b\0").  Returns their end, or NULL if PATH is
+ * not absolute or BUF too small. */
+static char *split_components(const char *path, char *buf, size_t cap)
+{
+	size_t len;
+
+	if (*path++ != '/' || (len = strlen(path)) >= cap)
+		return NULL;
+	for (size_t i = 0; i < len; i++)
+		buf[i] = path[i] == '/' ? '\0' : path[i];
+	buf[len] = '\0';
+	return buf + (len ? len + 1 : 0);
+}
+
+static const char *next_component(const char *c)
+{
+	return c + strlen(c) + 1;
+}
+
+static bool is_double_star(const char *c)
+{
+	return strcmp(c, "**") == 0;
+}
+
+/* Components [P, P_END) against [S, S_END): wildcard matching with "**" as
+ * the star over whole components and fnmatch for each other one.  Only the
+ * last "**" seen needs backtracking, as with '*' over characters. */
+static bool match_components(const char *p, const char *p_end, const char *s,
+			     const char *s_end)
+{
+	const char *star_p = NULL, *star_s = NULL;
+
+	while (s < s_end) {
+		if (p < p_end && is_double_star(p)) {
+			if (next_component(p) == p_end)
+				return true;	/* trailing: the rest, not nothing */
+			star_p = p = next_component(p);
+			star_s = s;
+		} else if (p < p_end && fnmatch(p, s, 0) == 0) {
+			p = next_component(p);
+			s = next_component(s);
+		} else if (star_p) {
+			p = star_p;
+			s = star_s = next_component(star_s);
+		} else {
+			return false;
+		}
+	}
+	/* the path is used up: only inner "**" may be left, matching nothing */
+	while (p < p_end && is_double_star(p) && next_component(p) != p_end)
+		p = next_component(p);
+	return p == p_end;
+}
+
 int tenant_match_rule(const struct config_group_rule *rules, size_t count,
 		      const char *path)
 {
-	for (size_t i = 0; i < count; i++)
-		if (strcmp(rules[i].pattern, path) == 0 ||
-		    fnmatch(rules[i].pattern, path, FNM_PATHNAME) == 0)
+	char comps[TENANT_PATH_MAX], pat[CONFIG_LINE_MAX];
+	const char *comps_end = NULL, *pat_end;
+
+	for (size_t i = 0; i < count; i++) {
+		if (strcmp(rules[i].pattern, path) == 0)
 			return (int)i;
+		/* split the path once, and only when a rule needs it */
+		if (!comps_end &&
+		    !(comps_end = split_components(path, comps, sizeof(comps))))
+			return -1;
+		pat_end = split_components(rules[i].pattern, pat, sizeof(pat));
+		if (pat_end && match_components(pat, pat_end, comps, comps_end))
+			return (int)i;
+	}
 	return -1;
 }
 

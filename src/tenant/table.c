@@ -34,6 +34,14 @@
  * tenant.  When free ids fall to the reserve, retirement also takes idle,
  * unheld tenants whose cgroups still exist, least recently used first; such
  * a cgroup gets a fresh id (and fresh stats) on its next request.
+ *
+ * The scheduling tree.  A cgroup that a [group] rule names, or whose own
+ * weight file is set (with honor_cgroup_weights), is a level: the tenants
+ * below it divide its share.  A tenant's parent is the tenant of its
+ * nearest level ancestor, created on demand (levels may take the reserve)
+ * and held by the child, so it is retired only after its children.
+ * Unconfigured cgroups are transparent.  A rule with account = subtree
+ * folds its whole subtree into its cgroup's one tenant.
  */
 #include "fusesched/tenant.h"
 
@@ -49,6 +57,7 @@
 #include "tenant_internal.h"
 
 #define NO_ID UINT32_MAX
+_Static_assert(NO_ID == TENANT_ID_NONE, "a missing parent is no id");
 #define DEFAULT_CAPACITY 4096u
 #define PID_SAMPLE_MAX_AGE_NS (20u * 1000 * 1000)
 #define PID_REUSE_MARGIN 1024u
@@ -73,6 +82,8 @@ struct cache_slot {
 
 struct tenant_rec {
 	alignas(64) _Atomic uint32_t weight;
+	/* tenant_parent(), held by this one; written under table->lock */
+	_Atomic uint32_t sched_parent;
 	_Atomic uint32_t gen;
 	_Atomic uint32_t holds;
 	_Atomic uint64_t last_used_ns;
@@ -124,6 +135,7 @@ struct tenant_table {
 
 	pthread_mutex_t lock;
 	struct config *cfg;	/* private copy: scalars and rules */
+	bool subtree_rules;	/* some rule in cfg says account = subtree */
 	_Atomic int hierarchy;
 	_Atomic uint64_t ttl_ns;
 	_Atomic uint32_t cache_epoch;
@@ -403,27 +415,46 @@ enum id_refusal {
 	ID_SUBTREE_CAPPED,	/* the parent's children hold subtree_cap */
 };
 
-/* Whether the new cgroup KEY may have an id of its own.  A cgroup a [group]
- * rule names may take any free id: the admin asked for its weight. */
+/* Whether the new cgroup KEY may have an id of its own.  A CONFIGURED
+ * cgroup (a [group] rule names it) may take any free id: the admin asked
+ * for its weight. */
 static enum id_refusal may_take_id(const struct tenant_table *t,
-				   const char *key)
+				   const char *key, bool configured)
 {
-	bool ruled = tenant_match_rule(t->cfg->groups, t->cfg->group_count,
-				       key) >= 0;
-
-	if (t->free_count == 0 || (!ruled && t->free_count <= t->reserve))
+	if (t->free_count == 0 || (!configured && t->free_count <= t->reserve))
 		return ID_NONE_FREE;
-	if (!ruled && parent_capped(t, key))
+	if (!configured && parent_capped(t, key))
 		return ID_SUBTREE_CAPPED;
 	return ID_GRANTED;
 }
 
-/* Creates the tenant KEY with a free id.  NO_ID when out of memory. */
+static bool ruled(const struct tenant_table *t, const char *key)
+{
+	return tenant_match_rule(t->cfg->groups, t->cfg->group_count, key) >= 0;
+}
+
+/* Whether cgroup PATH of hierarchy HIER is a level of the scheduling tree:
+ * its weight comes from a rule or from its own weight file (read in HIER
+ * only: an ancestor has no known path in the other hierarchy). */
+static bool is_level(const struct tenant_table *t, const char *path,
+		     enum tenant_hierarchy_id hier)
+{
+	enum tenant_weight_source source;
+
+	tenant_resolve_weight(t->cfg, &t->roots, path,
+			      hier == TENANT_HIER_V2 ? path : NULL,
+			      hier == TENANT_HIER_BLKIO ? path : NULL, &source);
+	return source != TENANT_WEIGHT_FROM_DEFAULT;
+}
+
+/* Creates the tenant KEY with a free id, under PARENT (held; NO_ID: top
+ * level).  NO_ID when none is free or out of memory. */
 static uint32_t rec_create(struct tenant_table *t, const char *key,
 			   enum tenant_hierarchy_id hier, const char *v2_path,
-			   const char *blkio_path, uint64_t now_ns)
+			   const char *blkio_path, uint32_t parent,
+			   uint64_t now_ns)
 {
-	uint32_t bucket = hash_string(key) & t->bucket_mask, id, parent;
+	uint32_t bucket = hash_string(key) & t->bucket_mask, id, parent_ent;
 	struct tenant_rec *rec;
 
 	if (t->free_count == 0)
@@ -435,7 +466,7 @@ static uint32_t rec_create(struct tenant_table *t, const char *key,
 	rec->blkio_path = dup_or_null(blkio_path);
 	if (!rec->key || (v2_path && !rec->v2_path) ||
 	    (blkio_path && !rec->blkio_path) ||
-	    !parent_acquire(t, key, &parent)) {
+	    !parent_acquire(t, key, &parent_ent)) {
 		free(rec->key);
 		free(rec->v2_path);
 		free(rec->blkio_path);
@@ -443,7 +474,9 @@ static uint32_t rec_create(struct tenant_table *t, const char *key,
 		return NO_ID;
 	}
 	t->free_count--;
-	rec->parent = parent;
+	rec->parent = parent_ent;
+	tenant_hold(t, parent);
+	atomic_store_explicit(&rec->sched_parent, parent, memory_order_relaxed);
 	rec->hier = hier;
 	rec->live = true;
 	rec->retiring = rec->evicting = false;
@@ -453,6 +486,81 @@ static uint32_t rec_create(struct tenant_table *t, const char *key,
 	t->buckets[bucket] = id;
 	atomic_fetch_add_explicit(&t->live, 1, memory_order_relaxed);
 	return id;
+}
+
+/* The tenant of KEY's nearest proper ancestor that is a level, or NO_ID.
+ * Levels without a tenant get one, outermost first, each the next one's
+ * parent; a level that cannot have an id (none free, or only the reserve
+ * and no rule names it) is skipped, so the tenants below it share the
+ * next level up.  New levels are last used at
+ * NOW_NS, which matters only once no child holds them. */
+static uint32_t level_parent(struct tenant_table *t, const char *key,
+			     enum tenant_hierarchy_id hier, uint64_t now_ns)
+{
+	/* the levels without a tenant, by the length of their path */
+	uint64_t missing[TENANT_PATH_MAX / 64] = { 0 };
+	char path[TENANT_PATH_MAX];
+	size_t key_len = strlen(key), len, top = 0;
+	uint32_t parent = NO_ID, id;
+
+	if (key_len >= sizeof(path))
+		return NO_ID;	/* cannot happen: keys fit TENANT_PATH_MAX */
+	memcpy(path, key, key_len + 1);
+	while ((len = parent_len(path)) > 0) {
+		path[len] = '\0';
+		if (!is_level(t, path, hier))
+			continue;
+		parent = registry_find(t, path);
+		if (parent != NO_ID) {
+			top = len;
+			break;
+		}
+		missing[len / 64] |= 1ull << (len % 64);
+	}
+	memcpy(path, key, key_len + 1);
+	for (len = top + 1; len < key_len; len++) {
+		if (!(missing[len / 64] >> (len % 64) & 1))
+			continue;
+		path[len] = '\0';
+		/* Only a rule's level may take the reserve: anyone with a
+		 * delegated subtree can write weight files in it, and a chain
+		 * of them must not use up the ids kept for configured cgroups. */
+		id = may_take_id(t, path, ruled(t, path)) == ID_GRANTED
+			     ? rec_create(t, path, hier,
+					  hier == TENANT_HIER_V2 ? path : NULL,
+					  hier == TENANT_HIER_BLKIO ? path : NULL,
+					  parent, now_ns)
+			     : NO_ID;
+		if (id != NO_ID)
+			parent = id;
+		path[len] = '/';
+	}
+	return parent;
+}
+
+/* The length of KEY's outermost ancestor (or KEY itself) whose first
+ * matching rule says account = subtree, which makes every cgroup below it
+ * its tenant; strlen(KEY) if there is none.  The root folds nothing. */
+static size_t subtree_len(const struct config *cfg, const char *key)
+{
+	char path[TENANT_PATH_MAX];
+	size_t len = strlen(key);
+	int rule;
+
+	if (len >= sizeof(path))
+		return len;	/* cannot happen: keys fit TENANT_PATH_MAX */
+	memcpy(path, key, len + 1);
+	for (size_t i = 1; i <= len; i++) {
+		if (key[i] != '/' && key[i] != '\0')
+			continue;
+		path[i] = '\0';
+		rule = tenant_match_rule(cfg->groups, cfg->group_count, path);
+		path[i] = key[i];
+		if (rule >= 0 &&
+		    cfg->groups[rule].account == CONFIG_ACCOUNT_SUBTREE)
+			return i;
+	}
+	return len;
 }
 
 /* For a cgroup refused an id: the tenant of its nearest ancestor below the
@@ -478,11 +586,13 @@ static uint32_t ancestor_tenant(struct tenant_table *t, const char *key,
 			return id;
 		}
 		/* only the parent: its weight files are at a known path in
-		 * the key's hierarchy, and it adds one tenant, not a chain */
-		if (is_parent && may_take_id(t, path) == ID_GRANTED) {
+		 * the key's hierarchy, and it adds one tenant, not a chain
+		 * (besides the levels above it, which its children need) */
+		if (is_parent && may_take_id(t, path, ruled(t, path)) == ID_GRANTED) {
 			id = rec_create(t, path, hier,
 					hier == TENANT_HIER_V2 ? path : NULL,
 					hier == TENANT_HIER_BLKIO ? path : NULL,
+					level_parent(t, path, hier, now_ns),
 					now_ns);
 			if (id != NO_ID)
 				return id;
@@ -492,26 +602,35 @@ static uint32_t ancestor_tenant(struct tenant_table *t, const char *key,
 	return NO_ID;
 }
 
-/* Finds or creates the tenant KEY.  Returns its id (or, when KEY may not
- * have one, its ancestor's or TENANT_ID_DEFAULT) and that tenant's
+/* Finds or creates the tenant of cgroup KEY (cut short, in place, to the
+ * cgroup whose subtree is one tenant).  Returns its id (or, when KEY may
+ * not have one, its ancestor's or TENANT_ID_DEFAULT) and that tenant's
  * generation in *gen. */
-static uint32_t registry_get(struct tenant_table *t, const char *key,
+static uint32_t registry_get(struct tenant_table *t, char *key,
 			     enum tenant_hierarchy_id hier, const char *v2_path,
 			     const char *blkio_path, uint64_t now_ns,
 			     uint32_t *gen)
 {
 	enum id_refusal why;
 	uint32_t id;
+	size_t len;
 
 	pthread_mutex_lock(&t->lock);
+	if (t->subtree_rules && (len = subtree_len(t->cfg, key)) < strlen(key)) {
+		/* the weight files too are the folding cgroup's */
+		key[len] = '\0';
+		v2_path = hier == TENANT_HIER_V2 ? key : NULL;
+		blkio_path = hier == TENANT_HIER_BLKIO ? key : NULL;
+	}
 	id = registry_find(t, key);
 	if (id != NO_ID) {
 		rec_revive(&t->recs[id], now_ns);
 		goto out;
 	}
-	why = may_take_id(t, key);
+	why = may_take_id(t, key, ruled(t, key));
 	if (why == ID_GRANTED) {
-		id = rec_create(t, key, hier, v2_path, blkio_path, now_ns);
+		id = rec_create(t, key, hier, v2_path, blkio_path,
+				level_parent(t, key, hier, now_ns), now_ns);
 		if (id == NO_ID)
 			why = ID_NONE_FREE;	/* out of memory */
 	}
@@ -651,6 +770,48 @@ nomem:
 	return -ENOMEM;
 }
 
+static bool has_subtree_rules(const struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->group_count; i++)
+		if (cfg->groups[i].account == CONFIG_ACCOUNT_SUBTREE)
+			return true;
+	return false;
+}
+
+/* Whether A and B may fold some cgroup into different tenants: subtree
+ * rules in either, and patterns or accounts that differ. */
+static bool folding_changed(const struct config *a, const struct config *b)
+{
+	if (!has_subtree_rules(a) && !has_subtree_rules(b))
+		return false;
+	if (a->group_count != b->group_count)
+		return true;
+	for (size_t i = 0; i < a->group_count; i++)
+		if (a->groups[i].account != b->groups[i].account ||
+		    strcmp(a->groups[i].pattern, b->groups[i].pattern) != 0)
+			return true;
+	return false;
+}
+
+/* Points tenant ID at the tenant of its nearest level ancestor under the
+ * current rules.  Returns whether that changed its parent. */
+static bool rec_update_parent(struct tenant_table *t, uint32_t id)
+{
+	struct tenant_rec *rec = &t->recs[id];
+	uint32_t before = atomic_load_explicit(&rec->sched_parent,
+					       memory_order_relaxed);
+	uint32_t parent = level_parent(
+		t, rec->key, rec->hier,
+		atomic_load_explicit(&rec->last_used_ns, memory_order_relaxed));
+
+	if (parent == before)
+		return false;
+	tenant_hold(t, parent);
+	tenant_release(t, before);
+	atomic_store_explicit(&rec->sched_parent, parent, memory_order_relaxed);
+	return true;
+}
+
 int tenant_table_apply_config(struct tenant_table *t, const struct config *cfg)
 {
 	struct config *copy, *old;
@@ -662,8 +823,10 @@ int tenant_table_apply_config(struct tenant_table *t, const struct config *cfg)
 	pthread_mutex_lock(&t->lock);
 	old = t->cfg;
 	t->cfg = copy;
+	t->subtree_rules = has_subtree_rules(copy);
 	if (atomic_load_explicit(&t->hierarchy, memory_order_relaxed) !=
-	    (int)cfg->tenants.hierarchy) {
+		    (int)cfg->tenants.hierarchy ||
+	    folding_changed(old, copy)) {
 		/* keys change meaning: forget every cached pid */
 		atomic_store_explicit(&t->hierarchy, (int)cfg->tenants.hierarchy,
 				      memory_order_relaxed);
@@ -684,6 +847,11 @@ int tenant_table_apply_config(struct tenant_table *t, const struct config *cfg)
 		changed |= before != atomic_load_explicit(&rec->weight,
 							  memory_order_relaxed);
 	}
+	/* rules may have made or unmade levels; a level created here is live
+	 * (and has its weight) before the loop reaches it, if it does */
+	for (uint32_t id = 1; id < t->max_tenants; id++)
+		if (t->recs[id].live)
+			changed |= rec_update_parent(t, id);
 	if (changed)
 		atomic_fetch_add_explicit(&t->weights_epoch, 1,
 					  memory_order_release);
@@ -752,6 +920,7 @@ int tenant_table_new(const struct tenant_table_params *params,
 		t->free_ids[t->free_count++] = id;
 	for (uint32_t p = 0; p < max_tenants; p++) {
 		t->recs[p].parent = NO_ID;
+		atomic_init(&t->recs[p].sched_parent, NO_ID);
 		t->parents[p].next = p + 1 < max_tenants ? p + 1 : NO_ID;
 	}
 	t->parent_free = 0;
@@ -785,6 +954,7 @@ int tenant_table_new(const struct tenant_table_params *params,
 		return fail(err, err_len, rc, "copying the config");
 	}
 	t->recs[0].live = true;
+	t->subtree_rules = has_subtree_rules(t->cfg);
 	atomic_store(&t->hierarchy, (int)cfg->tenants.hierarchy);
 	atomic_store(&t->ttl_ns, (uint64_t)cfg->tenants.cache_ttl_ms * NS_PER_MS);
 	rec_set_weight(t, &t->recs[0]);
@@ -830,6 +1000,14 @@ uint32_t tenant_weight(const struct tenant_table *t, uint32_t id)
 		       : 0;
 }
 
+uint32_t tenant_parent(const struct tenant_table *t, uint32_t id)
+{
+	return id < t->max_tenants
+		       ? atomic_load_explicit(&t->recs[id].sched_parent,
+					      memory_order_relaxed)
+		       : TENANT_ID_NONE;
+}
+
 uint64_t tenant_table_weights_epoch(const struct tenant_table *t)
 {
 	return atomic_load_explicit(&t->weights_epoch, memory_order_acquire);
@@ -859,6 +1037,7 @@ int tenant_get_info(struct tenant_table *t, uint32_t id,
 	pthread_mutex_lock(&t->lock);
 	if (t->recs[id].live) {
 		out->id = id;
+		out->parent = tenant_parent(t, id);
 		out->weight = atomic_load_explicit(&t->recs[id].weight,
 						   memory_order_relaxed);
 		out->weight_source = t->recs[id].source;
@@ -881,6 +1060,14 @@ static bool cgroup_gone(const struct tenant_table *t,
 		return true;	/* cannot tell: idleness alone decides */
 	snprintf(path, sizeof(path), "%s%s", root, rec->key);
 	return stat(path, &st) != 0 && errno == ENOENT;
+}
+
+/* A tenant whose cgroup a subtree rule now folds into an ancestor's tenant
+ * gets no more requests, as if its cgroup were gone. */
+static bool folded(const struct tenant_table *t, const struct tenant_rec *rec)
+{
+	return t->subtree_rules &&
+	       subtree_len(t->cfg, rec->key) < strlen(rec->key);
 }
 
 static int lru_cmp(const void *a, const void *b)
@@ -908,6 +1095,9 @@ static void rec_free(struct tenant_table *t, uint32_t id)
 
 	registry_unlink(t, id);
 	parent_release(t, rec->parent);
+	tenant_release(t, atomic_load_explicit(&rec->sched_parent,
+					       memory_order_relaxed));
+	atomic_store_explicit(&rec->sched_parent, NO_ID, memory_order_relaxed);
 	free(rec->key);
 	free(rec->v2_path);
 	free(rec->blkio_path);
@@ -982,7 +1172,7 @@ size_t tenant_table_retire(struct tenant_table *t, uint64_t now_ns,
 				pending++;
 			}
 		} else if (!held && idle_for_ns >= idle_ns &&
-			   cgroup_gone(t, rec)) {
+			   (cgroup_gone(t, rec) || folded(t, rec))) {
 			rec->retiring = true;
 			atomic_fetch_add_explicit(&rec->gen, 1,
 						  memory_order_release);

@@ -253,12 +253,49 @@ START_TEST(bad_sections)
 		     "t.conf:1: group pattern must be an absolute cgroup path starting with '/', got \"tenants/*\"");
 	expect_error("[scheduler \"/x\"]\n",
 		     "t.conf:1: section [scheduler] takes no pattern");
+	/* ** only as a whole component */
+	expect_error("[group \"/a**b\"]\nweight = 1\n",
+		     "t.conf:1: group pattern \"/a**b\": ** must be a whole path component (as in \"/a/**/b\"), got \"a**b\"");
+	expect_error("[scheduler]\n[group \"/x/**/***\"]\nweight = 1\n",
+		     "t.conf:2: group pattern \"/x/**/***\": ** must be a whole path component (as in \"/a/**/b\"), got \"***\"");
+	expect_error("[group \"/**x/y\"]\nweight = 1\n",
+		     "t.conf:1: group pattern \"/**x/y\": ** must be a whole path component (as in \"/a/**/b\"), got \"**x\"");
 	/* a group without a weight is reported at its header, at the next
 	 * header or at the end of the file */
 	expect_error("[group \"/a\"]\n; nothing\n[scheduler]\n",
 		     "t.conf:1: [group \"/a\"] has no weight (weight = 1..1000)");
 	expect_error("[scheduler]\n[group \"/a\"]\n",
 		     "t.conf:2: [group \"/a\"] has no weight (weight = 1..1000)");
+}
+END_TEST
+
+START_TEST(group_patterns_and_account)
+{
+	struct config *cfg;
+	char err[ERR_LEN];
+
+	ck_assert_msg(load("[group \"/**\"]\nweight = 1\n"
+			   "[group \"/a/**/b*/**\"]\nweight = 2\naccount = subtree\n"
+			   "[group \"/c/*\"]\naccount = SubTree\nweight = 3\n"
+			   "[group \"/d\"]\nweight = 4\naccount = cgroup\n",
+			   &cfg, err) == 0, "%s", err);
+	ck_assert_uint_eq(cfg->group_count, 4);
+	ck_assert_int_eq(cfg->groups[0].account, CONFIG_ACCOUNT_CGROUP);
+	ck_assert_str_eq(cfg->groups[1].pattern, "/a/**/b*/**");
+	ck_assert_int_eq(cfg->groups[1].account, CONFIG_ACCOUNT_SUBTREE);
+	ck_assert_int_eq(cfg->groups[2].account, CONFIG_ACCOUNT_SUBTREE);
+	ck_assert_int_eq(cfg->groups[3].account, CONFIG_ACCOUNT_CGROUP);
+	config_free(cfg);
+
+	expect_error("[group \"/a\"]\nweight = 1\naccount = pod\n",
+		     "t.conf:3: account must be cgroup | subtree, got 'pod'");
+	expect_error("[group \"/a\"]\naccount = subtree\naccount = cgroup\nweight = 1\n",
+		     "t.conf:3: duplicate key 'account' in [group \"/a\"] (first set at line 2)");
+	expect_error("[scheduler]\naccount = subtree\n",
+		     "t.conf:2: unknown key 'account' in [scheduler]");
+	/* a weight is still required */
+	expect_error("[group \"/a\"]\naccount = subtree\n",
+		     "t.conf:1: [group \"/a\"] has no weight (weight = 1..1000)");
 }
 END_TEST
 
@@ -349,7 +386,8 @@ START_TEST(print_round_trips)
 	static const char text[] =
 		"[scheduler]\nidle = 300\nhonor_cgroup_weights = off\n"
 		"[control]\ngroup = 1000\n"
-		"[group \"/a\\\"b\"]\nweight = 7\n[group \"/c/*\"]\nweight = 9\n";
+		"[group \"/a\\\"b\"]\nweight = 7\n[group \"/c/*\"]\nweight = 9\n"
+		"[group \"/k/**/p*\"]\naccount = subtree\nweight = 8\n";
 	struct config *cfg, *again;
 	char err[ERR_LEN], *out1, *out2;
 	size_t len1, len2;
@@ -362,11 +400,14 @@ START_TEST(print_round_trips)
 	ck_assert_ptr_nonnull(strstr(out1, "\n[scheduler]\npolicy = bfq\nmax_inflight = 32\nidle = 300\n"));
 	ck_assert_ptr_nonnull(strstr(out1, "honor_cgroup_weights = no\n"));
 	ck_assert_ptr_nonnull(strstr(out1, "socket = auto\ngroup = 1000\n"));
-	ck_assert_ptr_nonnull(strstr(out1, "[group \"/a\\\"b\"]\nweight = 7\n"));
+	ck_assert_ptr_nonnull(strstr(out1, "[group \"/a\\\"b\"]\nweight = 7\naccount = cgroup\n"));
+	ck_assert_ptr_nonnull(strstr(out1, "[group \"/k/**/p*\"]\nweight = 8\naccount = subtree\n"));
 
 	ck_assert_msg(load(out1, &again, err) == 0, "%s\n%s", err, out1);
 	ck_assert_str_eq(again->groups[0].pattern, "/a\"b");
 	ck_assert_uint_eq(again->groups[1].weight, 9);
+	ck_assert_int_eq(again->groups[1].account, CONFIG_ACCOUNT_CGROUP);
+	ck_assert_int_eq(again->groups[2].account, CONFIG_ACCOUNT_SUBTREE);
 	mem = open_memstream(&out2, &len2);
 	ck_assert_int_eq(config_print(again, mem), 0);
 	fclose(mem);
@@ -411,7 +452,7 @@ START_TEST(reload_names_what_waits_for_the_next_mount)
 	expect_mount_time_changes("",
 		"[scheduler]\ndefault_weight = 50\nhonor_cgroup_weights = no\n"
 		"[tenants]\nhierarchy = v2\ncache_ttl_ms = 5\nretire_idle_ms = 2000\n"
-		"[group \"/a\"]\nweight = 7\n", "");
+		"[group \"/a\"]\nweight = 7\naccount = subtree\n", "");
 	/* the engine's and the socket's keys wait, named in table order */
 	expect_mount_time_changes("",
 		"[scheduler]\npolicy = fifo\nmax_inflight = 8\nidle = off\n"
@@ -483,6 +524,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, missing_equals);
 	tcase_add_test(tc, duplicates);
 	tcase_add_test(tc, bad_sections);
+	tcase_add_test(tc, group_patterns_and_account);
 	tcase_add_test(tc, long_lines);
 	tcase_add_test(tc, binary_garbage);
 	tcase_add_test(tc, indented_key_is_not_a_continuation);

@@ -84,12 +84,12 @@ int64_t ctl_test_tenant_u64(const char *mnt, const char *cgroup, const char *pat
 	return r;
 }
 
-static char made[16][256];
+static char made[64][256];
 static int made_count;
 
 void ctl_test_cgroup_make(const char *root, const char *name)
 {
-	ck_assert_int_lt(made_count, 16);
+	ck_assert_int_lt(made_count, 64);
 	/* Also when the test calls exit(); after a failed assertion (_exit) the runner's leftovers cleanup. */
 	if (made_count == 0)
 		atexit(ctl_test_cgroups_cleanup);

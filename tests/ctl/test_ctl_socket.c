@@ -467,6 +467,17 @@ START_TEST(json_has_every_documented_field)
 	ck_assert_uint_ge(json_object_array_length(tenants), 1);
 	for (size_t t = 0; t < json_object_array_length(tenants); t++) {
 		struct json_object *row = json_object_array_get_idx(tenants, t);
+		/* The parent's id, or null at the top level: either way the key is there. */
+		bool has_parent;
+		struct json_object *parent = at(row, "parent", &has_parent);
+		ck_assert_msg(has_parent, "tenant field parent missing");
+		ck_assert_msg(!parent || json_object_is_type(parent, json_type_int),
+			      "tenant field parent: type %s", json_type_to_name(json_object_get_type(parent)));
+		bool has_group;
+		struct json_object *group = at(row, "queue_group", &has_group);
+		ck_assert_msg(has_group, "tenant field queue_group missing");
+		ck_assert_msg(!group || json_object_is_type(group, json_type_int),
+			      "tenant field queue_group: type %s", json_type_to_name(json_object_get_type(group)));
 		for (size_t i = 0; i < sizeof(TENANT_FIELDS) / sizeof(TENANT_FIELDS[0]); i++) {
 			bool present;
 			struct json_object *v = at(row, TENANT_FIELDS[i].key, &present);

@@ -214,6 +214,9 @@ START_TEST(two_cgroups_counts_weights_and_shares_are_exact)
 		ck_assert_int_eq(json_object_get_int(v), rows[i].weight);
 		ck_assert(json_object_object_get_ex(t, "weight_source", &v));
 		ck_assert_str_eq(json_object_get_string(v), "rule");
+		/* Children of the root cgroup, which is no tenant: both top level. */
+		ck_assert(json_object_object_get_ex(t, "parent", &v));
+		ck_assert(json_object_is_type(v, json_type_null));
 	}
 	/* Idle: each target is its weight over the sum of every listed tenant's weight. */
 	struct json_object *tenants, *v;
@@ -247,6 +250,113 @@ START_TEST(two_cgroups_counts_weights_and_shares_are_exact)
 	ck_assert_ptr_nonnull(pos_b);
 	ck_assert(pos_a < pos_b); /* heavier first */
 	free(table);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+static int64_t json_int(struct json_object *t, const char *key)
+{
+	struct json_object *v;
+	ck_assert_msg(json_object_object_get_ex(t, key, &v), "no %s", key);
+	return json_object_get_int64(v);
+}
+
+static double json_num(struct json_object *t, const char *key)
+{
+	struct json_object *v;
+	ck_assert_msg(json_object_object_get_ex(t, key, &v), "no %s", key);
+	return json_object_get_double(v);
+}
+
+/*
+ * The child cgroups of a ruled cgroup are tenants below it: stat lists the
+ * ruled one (no I/O of its own) as their parent, divides its target among
+ * them and gives it their shares together; the table indents them under it
+ * and Prometheus names it in their parent label.
+ */
+START_TEST(child_cgroups_of_a_ruled_cgroup_are_its_children_in_stat)
+{
+	write_config(300, 100, NULL);
+	ctl_test_cgroup_make(CG_V2, group_a);
+	ctl_test_cgroup_make(CG_V2, group_b);
+	char kids[3][96];
+	for (int i = 0; i < 3; i++) {
+		snprintf(kids[i], sizeof(kids[i]), "%s/c%d", group_a, i + 1);
+		ctl_test_cgroup_make(CG_V2, kids[i]);
+	}
+	struct test_mount m;
+	mount_with_config(&m);
+	pid_t pids[4];
+	char files[4][16];
+	for (int i = 0; i < 4; i++) {
+		snprintf(files[i], sizeof(files[i]), "f%d", i);
+		const struct io_job j = {i < 3 ? kids[i] : group_b, test_mnt_path(&m, files[i]), O_DIRECT,
+					 i < 3 ? 4 * (i + 1) : 6, 4096, 0, 4096};
+		pids[i] = spawn_io(&j);
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_int_eq(wait_exit(pids[i]), 0);
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, kids[2], "ops.write") == 12);
+	/* Idle, every listed tenant competes: targets do not depend on timing. */
+	struct json_object *mount, *doc = NULL;
+	for (int i = 0; i < 1000; i++) {
+		json_object_put(doc);
+		doc = ctl_test_stat(m.mnt, &mount);
+		struct json_object *tenants, *v;
+		ck_assert(json_object_object_get_ex(mount, "tenants", &tenants));
+		bool busy = json_object_array_length(tenants) < 5;
+		for (size_t t = 0; t < json_object_array_length(tenants); t++)
+			busy |= json_object_object_get_ex(json_object_array_get_idx(tenants, t), "active", &v) &&
+				json_object_get_boolean(v);
+		if (!busy)
+			break;
+		usleep(20000);
+	}
+	struct json_object *pod = ctl_test_tenant(mount, group_a), *other = ctl_test_tenant(mount, group_b);
+	ck_assert_ptr_nonnull(pod);
+	ck_assert_ptr_nonnull(other);
+	struct json_object *parent;
+	ck_assert(json_object_object_get_ex(pod, "parent", &parent));
+	ck_assert(json_object_is_type(parent, json_type_null));
+	ck_assert_int_eq(json_int(json_object_object_get(pod, "bytes"), "write"), 0);
+	ck_assert_double_eq_tol(json_num(pod, "target_share"), 0.75, 1e-9);
+	ck_assert_double_eq_tol(json_num(other, "target_share"), 0.25, 1e-9);
+	/* 4 + 8 + 12 blocks in the pod, 6 in the other. */
+	ck_assert_double_eq_tol(json_num(pod, "share_total"), 24.0 / 30, 1e-9);
+	double kid_weights = 0;
+	for (int i = 0; i < 3; i++) {
+		struct json_object *kid = ctl_test_tenant(mount, kids[i]);
+		ck_assert_ptr_nonnull(kid);
+		kid_weights += (double)json_int(kid, "weight");
+	}
+	for (int i = 0; i < 3; i++) {
+		struct json_object *kid = ctl_test_tenant(mount, kids[i]);
+		ck_assert_int_eq(json_int(kid, "parent"), json_int(pod, "id"));
+		ck_assert_double_eq_tol(json_num(kid, "target_share"),
+					0.75 * (double)json_int(kid, "weight") / kid_weights, 1e-9);
+		ck_assert_double_eq_tol(json_num(kid, "share_total"), 4.0 * (i + 1) / 30, 1e-9);
+	}
+	json_object_put(doc);
+
+	/* The table: the pod's full path, then its children by name, indented and relative. */
+	int status;
+	char *text = ctl_test_capture(&status, "%s stat '%s'", FUSESCHED_BIN, m.mnt);
+	ck_assert_int_eq(status, 0);
+	char want[256];
+	snprintf(want, sizeof(want), "\n%s ", group_a);
+	char *at = strstr(text, want);
+	ck_assert_msg(at != NULL, "no row for %s: %s", group_a, text);
+	for (int i = 0; i < 3; i++) {
+		at = strchr(at + 1, '\n');
+		snprintf(want, sizeof(want), "\n  c%d ", i + 1);
+		ck_assert_msg(at && strncmp(at, want, strlen(want)) == 0, "c%d not next: %s", i + 1, text);
+	}
+	free(text);
+	text = ctl_test_capture(&status, "%s stat '%s' --prometheus", FUSESCHED_BIN, m.mnt);
+	ck_assert_int_eq(status, 0);
+	snprintf(want, sizeof(want), "tenant=\"%s\",parent=\"%s\"}", kids[1], group_a);
+	ck_assert_msg(strstr(text, want) != NULL, "no %s in: %s", want, text);
+	free(text);
 	test_mount_require_clean_exit(test_mount_stop(&m));
 }
 END_TEST
@@ -575,6 +685,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, two_cgroups_counts_weights_and_shares_are_exact);
+	tcase_add_test(tc, child_cgroups_of_a_ruled_cgroup_are_its_children_in_stat);
 	tcase_add_test(tc, buffered_writes_are_charged_to_the_writers_cgroup);
 	tcase_add_test(tc, requests_alone_run_solo_overlapping_ones_are_scheduled);
 	tcase_add_test(tc, moved_process_is_reattributed);

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LEFTOVERS_MAX 32
+#define LEFTOVERS_MAX 128
 #define LEFTOVER_PATH_BYTES 512
 /* A killed process leaves its cgroup a moment later. */
 #define CGROUP_EMPTY_WAIT_MS 10000

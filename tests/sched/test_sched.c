@@ -1,6 +1,7 @@
 /* Unit, edge-case and consistency tests of the pure scheduler. */
 #include "fusesched/sched.h"
 #include "list.h"
+#include "sched_internal.h"	/* the tree tests look at groups and sums */
 #include "wf2q.h"
 
 #include <check.h>
@@ -734,6 +735,340 @@ START_TEST(deep_tenant_away_keeps_place)
 }
 END_TEST
 
+/* ---- the tenant tree ---- */
+
+static struct sched_group *group(struct sched *s, uint64_t id, struct sched_group *parent,
+				 uint32_t weight)
+{
+	struct sched_group *g;
+	ck_assert_int_eq(sched_group_get(s, id, parent, weight, &g), 0);
+	return g;
+}
+
+static struct sched_queue *queue_in(struct sched *s, uint64_t id, uint32_t weight,
+				    struct sched_group *parent)
+{
+	struct sched_queue *q = queue(s, id, weight);
+	sched_queue_set_parent(s, q, parent);
+	return q;
+}
+
+/* Groups not yet freed, removed ones included: whether a group lives is
+ * otherwise invisible from outside. */
+static unsigned groups_alive(const struct sched *s)
+{
+	unsigned n = 0;
+	const struct sched_link *pos;
+	for (pos = s->all_groups.next; pos != &s->all_groups; pos = pos->next)
+		n++;
+	return n;
+}
+
+/* Gives each queue `per` requests from pool (nq * per of them). */
+static void backlog(struct sched *s, struct sched_queue **q, int nq, struct sched_req *pool,
+		    int per, uint64_t now)
+{
+	for (int i = 0; i < nq * per; i++) {
+		req_init(&pool[i], q[i % nq], SCHED_OP_READ, 4096);
+		sched_enqueue(s, &pool[i], now);
+	}
+}
+
+/* At depth 1 a queue's part of the requests is its share of the store:
+ * within 5% of want, as weight_change_while_backlogged's ratios within 10%.
+ * Each run below is 60+ slices of the lightest queue, so a slice more or
+ * less moves its share by under 2%. */
+static void shares_near(const uint64_t *got, int nq, const double *want, const char *what)
+{
+	uint64_t total = 0;
+	for (int k = 0; k < nq; k++)
+		total += got[k];
+	ck_assert_uint_gt(total, 0);
+	for (int k = 0; k < nq; k++) {
+		double sh = (double)got[k] / (double)total;
+		ck_assert_msg(sh >= want[k] * 0.95 && sh <= want[k] * 1.05,
+			      "%s: queue %d share %.4f, want %.4f", what, k, sh, want[k]);
+	}
+}
+
+/* H1 and H4 of the simulator at depth 1, read off the dispatch counts; the
+ * same queues at the root share alike instead. */
+START_TEST(tree_shares_by_weight_among_siblings)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 1);
+	struct sched_group *ga = group(s, 10, NULL, 200), *gb = group(s, 11, NULL, 100);
+	struct sched_queue *q[4] = { queue_in(s, 1, 100, ga), queue_in(s, 2, 100, gb),
+				     queue_in(s, 3, 100, gb), queue_in(s, 4, 100, gb) };
+	struct sched_queue_stats st;
+	sched_queue_stats(q[0], &st);
+	ck_assert_uint_eq(st.parent_id, 10);
+	ck_assert_uint_eq(st.weight, 100);	/* among its siblings, not its share */
+	sched_queue_stats(q[3], &st);
+	ck_assert_uint_eq(st.parent_id, 11);
+	static struct sched_req pool[32];
+	backlog(s, q, 4, pool, 8, 0);
+	uint64_t now = 0, got[4] = { 0 };
+	run_backlogged(s, q, 4, 36000, &now, got);
+	shares_near(got, 4, (const double[]){ 2.0 / 3, 1.0 / 9, 1.0 / 9, 1.0 / 9 }, "pods 2:1");
+	sched_free(s);
+
+	s = new_sched(SCHED_POLICY_BFQ, 1);	/* flat: the contrast */
+	for (int k = 0; k < 4; k++)
+		q[k] = queue(s, (uint64_t)k + 1, 100);
+	sched_queue_stats(q[0], &st);
+	ck_assert_uint_eq(st.parent_id, SCHED_GROUP_NONE);
+	backlog(s, q, 4, pool, 8, 0);
+	got[0] = got[1] = got[2] = got[3] = 0;
+	run_backlogged(s, q, 4, 36000, &now, got);
+	shares_near(got, 4, (const double[]){ 1.0 / 4, 1.0 / 4, 1.0 / 4, 1.0 / 4 }, "flat");
+	sched_free(s);
+
+	/* A w300 -> { A1 w100 -> 2 leaves, a2 w100 }, b w100 */
+	s = new_sched(SCHED_POLICY_BFQ, 1);
+	struct sched_group *a = group(s, 1, NULL, 300), *a1 = group(s, 2, a, 100);
+	q[0] = queue_in(s, 1, 100, a1);
+	q[1] = queue_in(s, 2, 100, a1);
+	q[2] = queue_in(s, 3, 100, a);
+	q[3] = queue(s, 4, 100);
+	backlog(s, q, 4, pool, 8, 0);
+	got[0] = got[1] = got[2] = got[3] = 0;
+	run_backlogged(s, q, 4, 36000, &now, got);
+	shares_near(got, 4, (const double[]){ 3.0 / 16, 3.0 / 16, 3.0 / 8, 1.0 / 4 }, "nested");
+	sched_free(s);
+}
+END_TEST
+
+/* Depth 1, each queue refilled only while refill[k]; counts what each got. */
+static void run_tree(struct sched *s, struct sched_queue **q, int nq, int n, const bool *refill,
+		     uint64_t *now, uint64_t *got)
+{
+	for (int i = 0; i < nq; i++)
+		got[i] = 0;
+	for (int i = 0; i < n; i++) {
+		struct sched_req *r = sched_dispatch(s, *now);
+		if (!r) {
+			*now = sched_next_deadline(s);
+			ck_assert_uint_ne(*now, SCHED_DEADLINE_NONE);
+			sched_timer(s, *now);
+			i--;
+			continue;
+		}
+		*now += 10 * US;
+		sched_complete(s, r, *now);
+		int k = 0;
+		while (k < nq && r->queue != q[k])
+			k++;
+		ck_assert_int_lt(k, nq);
+		got[k] += r->bytes;
+		if (refill[k]) {
+			req_init(r, r->queue, SCHED_OP_READ, 4096);
+			sched_enqueue(s, r, *now);
+		}
+	}
+}
+
+/* A group's share goes to its children that have requests: a second child
+ * halves the first one's part and takes nothing from the root tenant, and
+ * once it has run dry the first gets all of it back. Weights of the group
+ * and of its children move the parts accordingly. */
+START_TEST(tree_group_share_divided_among_active)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 1);
+	struct sched_group *g = group(s, 1, NULL, 100);
+	struct sched_queue *q[3] = { queue(s, 1, 100), queue_in(s, 2, 100, g),
+				     queue_in(s, 3, 100, g) };
+	static struct sched_req pool[48];
+	uint64_t now = 0, got[3];
+	backlog(s, q, 2, pool, 8, now);
+	run_tree(s, q, 3, 12000, (const bool[]){ true, true, false }, &now, got);
+	shares_near(got, 2, (const double[]){ 1.0 / 2, 1.0 / 2 }, "one child");
+	ck_assert_uint_eq(got[2], 0);
+
+	for (int i = 16; i < 24; i++) {
+		req_init(&pool[i], q[2], SCHED_OP_READ, 4096);
+		sched_enqueue(s, &pool[i], now);
+	}
+	run_tree(s, q, 3, 24000, (const bool[]){ true, true, true }, &now, got);
+	shares_near(got, 3, (const double[]){ 1.0 / 2, 1.0 / 4, 1.0 / 4 }, "two children");
+
+	ck_assert_int_eq(sched_group_set_weight(s, g, 300), 0);
+	run_tree(s, q, 3, 24000, (const bool[]){ true, true, true }, &now, got);
+	shares_near(got, 3, (const double[]){ 1.0 / 4, 3.0 / 8, 3.0 / 8 }, "group w300");
+	ck_assert_int_eq(sched_queue_set_weight(s, q[1], 300), 0);
+	run_tree(s, q, 3, 24000, (const bool[]){ true, true, true }, &now, got);
+	shares_near(got, 3, (const double[]){ 1.0 / 4, 9.0 / 16, 3.0 / 16 }, "child w300");
+
+	/* q[2] runs dry: its sibling gets the group's whole share again */
+	run_tree(s, q, 3, 2000, (const bool[]){ true, true, false }, &now, got);
+	struct sched_queue_stats st;
+	sched_queue_stats(q[2], &st);
+	ck_assert_uint_eq(st.pending + st.inflight, 0);
+	run_tree(s, q, 3, 16000, (const bool[]){ true, true, false }, &now, got);
+	ck_assert_uint_eq(got[2], 0);
+	shares_near(got, 2, (const double[]){ 1.0 / 4, 3.0 / 4 }, "second child gone");
+	sched_free(s);
+}
+END_TEST
+
+/* A removed group's id is free at once for a new group; the old one lives
+ * while anything is beneath it and is freed with its last queue, its
+ * parents with it if removed too. A group that was not removed outlives
+ * its queues. */
+START_TEST(tree_group_lifetime)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 4);
+	struct sched_group *g;
+	ck_assert_int_eq(sched_group_get(s, 7, NULL, 1001, &g), -EINVAL);
+	ck_assert_int_eq(sched_group_get(s, SCHED_GROUP_NONE, NULL, 100, &g), -EINVAL);
+	ck_assert_uint_eq(groups_alive(s), 0);
+	g = group(s, 7, NULL, 0);
+	ck_assert_uint_eq(g->node.weight, SCHED_WEIGHT_DEFAULT);
+	ck_assert_ptr_eq(group(s, 7, NULL, 500), g);	/* existing: keeps its weight */
+	ck_assert_uint_eq(g->node.weight, SCHED_WEIGHT_DEFAULT);
+	ck_assert_ptr_eq(sched_group_find(s, 7), g);
+	ck_assert_ptr_null(sched_group_find(s, 8));
+	ck_assert_int_eq(sched_group_set_weight(s, g, 0), -EINVAL);
+	ck_assert_int_eq(sched_group_set_weight(s, g, 1001), -EINVAL);
+
+	struct sched_queue *q = queue_in(s, 1, 100, g);
+	struct sched_req r[3];
+	for (int i = 0; i < 3; i++) {
+		req_init(&r[i], q, SCHED_OP_READ, 4096);
+		sched_enqueue(s, &r[i], 0);
+	}
+	struct sched_req *d[2] = { sched_dispatch(s, 0), sched_dispatch(s, 0) };
+	ck_assert_ptr_nonnull(d[0]);
+	ck_assert_ptr_nonnull(d[1]);
+	sched_group_remove(s, g);
+	ck_assert_ptr_null(sched_group_find(s, 7));
+	struct sched_group *g2 = group(s, 7, NULL, 100);
+	ck_assert_ptr_ne(g2, g);
+	ck_assert_uint_eq(groups_alive(s), 2);	/* the old one lives beneath q */
+	struct sched_queue_stats st;
+	sched_queue_stats(q, &st);
+	ck_assert_uint_eq(st.parent_id, 7);
+	/* q still works under the removed group */
+	uint64_t now = 10 * US;
+	sched_complete(s, d[0], now);
+	sched_complete(s, d[1], now);
+	struct sched_req *last = sched_dispatch(s, now);
+	ck_assert_ptr_eq(last, &r[2]);
+	sched_queue_remove(s, q);	/* in flight: q and the old group live on */
+	ck_assert_uint_eq(groups_alive(s), 2);
+	sched_complete(s, last, now + 10 * US);
+	ck_assert_uint_eq(groups_alive(s), 1);
+	ck_assert_ptr_eq(sched_group_find(s, 7), g2);
+
+	/* not removed: outlives its last queue */
+	struct sched_queue *q2 = queue_in(s, 2, 100, g2);
+	sched_queue_remove(s, q2);
+	ck_assert_ptr_eq(sched_group_find(s, 7), g2);
+	ck_assert_uint_eq(groups_alive(s), 1);
+
+	/* a removed chain goes with its last queue */
+	struct sched_group *p = group(s, 8, NULL, 100), *c = group(s, 9, p, 100);
+	struct sched_queue *q3 = queue_in(s, 3, 100, c);
+	sched_group_remove(s, p);	/* c is beneath it */
+	ck_assert_ptr_null(sched_group_find(s, 8));
+	ck_assert_ptr_eq(sched_group_find(s, 9), c);
+	sched_group_remove(s, c);
+	ck_assert_uint_eq(groups_alive(s), 3);
+	sched_queue_remove(s, q3);
+	ck_assert_uint_eq(groups_alive(s), 1);
+
+	/* an empty group goes at once */
+	sched_group_remove(s, g2);
+	ck_assert_uint_eq(groups_alive(s), 0);
+	ck_assert_ptr_null(sched_group_find(s, 7));
+	sched_free(s);
+}
+END_TEST
+
+/* A group cannot be moved beneath itself; refused moves change nothing,
+ * and shares follow the moves that are made. */
+START_TEST(tree_set_parent_cycle_refused)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 1);
+	struct sched_group *a = group(s, 1, NULL, 300), *b = group(s, 2, a, 100),
+			   *c = group(s, 3, b, 100);
+	ck_assert_int_eq(sched_group_set_parent(s, a, a), -EINVAL);
+	ck_assert_int_eq(sched_group_set_parent(s, a, b), -EINVAL);
+	ck_assert_int_eq(sched_group_set_parent(s, a, c), -EINVAL);
+	ck_assert_int_eq(sched_group_set_parent(s, b, c), -EINVAL);
+	ck_assert_ptr_eq(b->node.parent, a);
+	ck_assert_ptr_eq(c->node.parent, b);
+	struct sched_queue *q[2] = { queue(s, 1, 100), queue_in(s, 2, 100, c) };
+	static struct sched_req pool[16];
+	backlog(s, q, 2, pool, 8, 0);
+	uint64_t now = 0, got[2];
+	const bool both[2] = { true, true };
+	run_tree(s, q, 2, 16000, both, &now, got);
+	shares_near(got, 2, (const double[]){ 1.0 / 4, 3.0 / 4 }, "c under b under a (w300)");
+	/* c to the root with its weight 100, while backlogged */
+	ck_assert_int_eq(sched_group_set_parent(s, c, NULL), 0);
+	run_tree(s, q, 2, 16000, both, &now, got);
+	shares_near(got, 2, (const double[]){ 1.0 / 2, 1.0 / 2 }, "c at the root");
+	/* now a may go under c: a -> b, c at the root; and back refused */
+	ck_assert_int_eq(sched_group_set_parent(s, a, c), 0);
+	ck_assert_int_eq(sched_group_set_parent(s, c, b), -EINVAL);
+	ck_assert_int_eq(sched_group_set_weight(s, c, 200), 0);
+	run_tree(s, q, 2, 16000, both, &now, got);
+	shares_near(got, 2, (const double[]){ 1.0 / 3, 2.0 / 3 }, "c w200 at the root");
+	sched_free(s);
+}
+END_TEST
+
+/* A queue moves between groups, backlogged and with a request in flight:
+ * it keeps working, takes its new siblings' part, and the group it left
+ * has nobody active left (removed, it goes at once). */
+START_TEST(tree_queue_moves_between_groups)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 1);
+	struct sched_group *g1 = group(s, 1, NULL, 100), *g2 = group(s, 2, NULL, 300);
+	struct sched_queue *q[2] = { queue_in(s, 1, 100, g1), queue_in(s, 2, 100, g2) };
+	static struct sched_req pool[16];
+	backlog(s, q, 2, pool, 8, 0);
+	uint64_t now = 0, got[2];
+	const bool both[2] = { true, true };
+	run_tree(s, q, 2, 16000, both, &now, got);
+	shares_near(got, 2, (const double[]){ 1.0 / 4, 3.0 / 4 }, "g1 w100, g2 w300");
+
+	struct sched_req *r = NULL;
+	while (!r || r->queue != q[0]) {	/* q[0]'s request in flight */
+		if (r) {
+			sched_complete(s, r, now += 10 * US);
+			req_init(r, r->queue, SCHED_OP_READ, 4096);
+			sched_enqueue(s, r, now);
+		}
+		r = sched_dispatch(s, now);
+		ck_assert_ptr_nonnull(r);
+	}
+	sched_queue_set_parent(s, q[0], g2);
+	struct sched_queue_stats st;
+	sched_queue_stats(q[0], &st);
+	ck_assert_uint_eq(st.parent_id, 2);
+	ck_assert(!g1->node.active);
+	ck_assert_uint_eq(g1->active_wsum, 0);
+	sched_group_remove(s, g1);
+	ck_assert_uint_eq(groups_alive(s), 1);
+	sched_complete(s, r, now += 10 * US);
+	req_init(r, r->queue, SCHED_OP_READ, 4096);
+	sched_enqueue(s, r, now);
+	run_tree(s, q, 2, 16000, both, &now, got);
+	shares_near(got, 2, (const double[]){ 1.0 / 2, 1.0 / 2 }, "both in g2");
+
+	sched_queue_set_parent(s, q[0], NULL);	/* to the root, w100 next to g2's 300 */
+	run_tree(s, q, 2, 16000, both, &now, got);
+	shares_near(got, 2, (const double[]){ 1.0 / 4, 3.0 / 4 }, "back at the root");
+	/* g2 beneath a new group of w100: its share is that group's now */
+	struct sched_group *h = group(s, 3, NULL, 100);
+	ck_assert_int_eq(sched_group_set_parent(s, g2, h), 0);
+	run_tree(s, q, 2, 16000, both, &now, got);
+	shares_near(got, 2, (const double[]){ 1.0 / 2, 1.0 / 2 }, "g2 under h");
+	sched_free(s);
+}
+END_TEST
+
 /* ---- S6: the engine against a naive reference ---- */
 
 struct ref_ent {
@@ -843,16 +1178,101 @@ START_TEST(s6_engine_matches_reference)
 END_TEST
 
 /* Random enqueue/dispatch/complete/weight-change/remove sequences: every
- * request is dispatched exactly once and completed, bounds always hold. */
+ * request is dispatched exactly once and completed, bounds always hold.
+ * With tree, queues and groups also move, groups are reweighted, removed
+ * and made again, and the tree's sums are checked after every step. */
 enum { R_FREE, R_QUEUED, R_INFLIGHT };
 
-static void random_run(enum sched_policy policy, uint64_t seed)
+/* The tree's books: the weighed queues are the active ones and their
+ * shares make up wq.wsum; a group is active iff its active children's
+ * weights (active_wsum) are not 0, and its children divide its share
+ * without adding to it. Returns what is wrong, NULL if nothing; plain
+ * tests, as every ck_assert costs Check a write to its log. */
+static const char *tree_check(const struct sched *s)
 {
-	enum { NT = 60, NR = 500, MAXIN = 8 };
+	uint64_t wsum = 0;
+	const struct sched_link *pos, *c;
+	for (pos = s->all_queues.next; pos != &s->all_queues; pos = pos->next) {
+		const struct sched_queue *q = sched_list_entry(pos, struct sched_queue, all_link);
+		if (q->weighed != q->node.active)
+			return "a queue's weighed and active differ";
+		if (q->weighed)
+			wsum += q->ent.weight;
+	}
+	if (wsum != s->wq.wsum)
+		return "wq.wsum is not the weighed queues' shares";
+	for (pos = s->all_groups.next; pos != &s->all_groups; pos = pos->next) {
+		const struct sched_group *g = sched_list_entry(pos, struct sched_group, all_link);
+		uint64_t aw = 0, shares = 0;
+		for (c = g->active.next; c != &g->active; c = c->next) {
+			const struct sched_node *n = sched_list_entry(c, struct sched_node, active_link);
+			if (!n->active || n->parent != g)
+				return "an inactive node or a stranger among a group's active children";
+			aw += n->weight;
+			shares += n->is_group
+					  ? sched_list_entry(n, struct sched_group, node)->share
+					  : sched_list_entry(n, struct sched_queue, node)->ent.weight;
+		}
+		if (aw != g->active_wsum)
+			return "active_wsum is not the active children's weights";
+		if (g->node.active != (aw != 0))
+			return "a group is active without active children, or the other way";
+		if (g->node.active && shares > g->share)
+			return "a group's children have more than its share";
+	}
+	return NULL;
+}
+
+/* One random change of the tree: a group made (under a random group or the
+ * root), reweighted, moved (a cycle must be refused), removed; a queue
+ * moved. A removed group's slot is emptied: the caller may not use it. */
+static void random_tree_op(struct sched *s, struct sched_queue **q, int nq, struct sched_group **g,
+			   int ng, uint64_t step)
+{
+	int k = (int)rnd((uint64_t)ng), j = (int)rnd((uint64_t)ng + 1);
+	struct sched_group *other = j < ng ? g[j] : NULL;	/* j == ng: the root */
+	switch (rnd(5)) {
+	case 0:
+		if (!g[k])
+			ck_assert_int_eq(sched_group_get(s, 1000 * step + (uint64_t)k, other,
+							 1 + (uint32_t)rnd(1000), &g[k]), 0);
+		break;
+	case 1:
+		if (g[k])
+			ck_assert_int_eq(sched_group_set_weight(s, g[k], 1 + (uint32_t)rnd(1000)), 0);
+		break;
+	case 2: {
+		if (!g[k])
+			break;
+		bool beneath = false;	/* other is g[k] or in its subtree */
+		for (struct sched_group *a = other; a; a = a->node.parent)
+			beneath |= a == g[k];
+		ck_assert_int_eq(sched_group_set_parent(s, g[k], other), beneath ? -EINVAL : 0);
+		break;
+	}
+	case 3:
+		if (g[k] && rnd(3) == 0) {
+			sched_group_remove(s, g[k]);
+			g[k] = NULL;
+		}
+		break;
+	default: {
+		struct sched_queue *m = q[rnd((uint64_t)nq)];
+		if (m)
+			sched_queue_set_parent(s, m, other);
+		break;
+	}
+	}
+}
+
+static void random_run(enum sched_policy policy, uint64_t seed, bool tree)
+{
+	enum { NT = 60, NR = 500, MAXIN = 8, NG = 8 };
 	struct sched *s = new_sched(policy, MAXIN);
 	static struct sched_req req[NR];
 	static int state[NR];
 	struct sched_queue *q[NT] = { 0 };
+	struct sched_group *g[NG] = { 0 };
 	uint32_t queued = 0, inflight = 0;
 	uint64_t now = 0;
 	rng_state = seed;
@@ -883,6 +1303,8 @@ static void random_run(enum sched_policy policy, uint64_t seed)
 		case 7:
 			if (q[t])
 				ck_assert_int_eq(sched_queue_set_weight(s, q[t], 1 + (uint32_t)rnd(1000)), 0);
+			if (tree)
+				random_tree_op(s, q, NT, g, NG, (uint64_t)step);
 			break;
 		case 8:
 			if (q[t] && rnd(4) == 0) {
@@ -910,6 +1332,10 @@ static void random_run(enum sched_policy policy, uint64_t seed)
 		ck_assert_uint_eq(sched_pending(s), queued);
 		if (queued && !inflight)	/* waiting is allowed only with a deadline */
 			ck_assert_uint_ne(sched_next_deadline(s), SCHED_DEADLINE_NONE);
+		if (tree) {
+			const char *bad = tree_check(s);
+			ck_assert_msg(!bad, "step %d: %s", step, bad);
+		}
 	}
 	for (int guard = 0; queued || inflight; guard++) {	/* drain */
 		ck_assert_int_lt(guard, 100000);
@@ -938,9 +1364,18 @@ static void random_run(enum sched_policy policy, uint64_t seed)
 START_TEST(s6_random_sequences_consistent)
 {
 	for (uint64_t seed = 1; seed <= 4; seed++) {
-		random_run(SCHED_POLICY_BFQ, seed);
-		random_run(SCHED_POLICY_FIFO, seed);
+		random_run(SCHED_POLICY_BFQ, seed, false);
+		random_run(SCHED_POLICY_FIFO, seed, false);
 	}
+}
+END_TEST
+
+/* fifo never activates the tree: one seed covers its moves and removals. */
+START_TEST(tree_random_sequences_consistent)
+{
+	for (uint64_t seed = 1; seed <= 4; seed++)
+		random_run(SCHED_POLICY_BFQ, seed, true);
+	random_run(SCHED_POLICY_FIFO, 1, true);
 }
 END_TEST
 
@@ -968,6 +1403,12 @@ int main(void)
 	tcase_add_test(tc, deep_tenant_away_keeps_place);
 	tcase_add_test(tc, s6_engine_matches_reference);
 	tcase_add_test(tc, s6_random_sequences_consistent);
+	tcase_add_test(tc, tree_shares_by_weight_among_siblings);
+	tcase_add_test(tc, tree_group_share_divided_among_active);
+	tcase_add_test(tc, tree_group_lifetime);
+	tcase_add_test(tc, tree_set_parent_cycle_refused);
+	tcase_add_test(tc, tree_queue_moves_between_groups);
+	tcase_add_test(tc, tree_random_sequences_consistent);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

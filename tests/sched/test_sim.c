@@ -1,8 +1,10 @@
-/* S1..S5 (sim.h) in the simulator. Each test asserts the
+/* S1..S5 and H1..H6 (sim.h) in the simulator. Each test asserts the
  * property under bfq and the contrast that shows which mechanism earns it. */
 #include "sim.h"
 
 #include <check.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 static struct sim_result run(const struct sim_scenario *sc, void (*set)(struct sched_params *))
@@ -243,6 +245,292 @@ START_TEST(s5_parallel_work_conserving)
 }
 END_TEST
 
+/* ---- H1..H6: the tenant tree ----
+ *
+ * Tolerance: a share within 5% of what the tree promises (relative), the
+ * S4 tests' +-10% on a ratio of two shares split between them. Over four
+ * seeds the group shares measured here stay within 0.3% of the promise
+ * on the parallel store and the FUSE host (H3's first phase within 1.1%),
+ * so 5% leaves room for harmless changes of the scheduler, while every
+ * flat contrast misses by 25% or more. A single light tenant of a group
+ * (a child of H3's subtree, 1/55 of the store) moves by up to 7% between
+ * seeds: 15% there. */
+#define SHARE_TOL 0.05
+#define SMALL_SHARE_TOL 0.15
+#define MS 1000000ull
+
+static void share_near(double got, double want, double tol, const char *what)
+{
+	ck_assert_msg(got >= want * (1 - tol) && got <= want * (1 + tol),
+		      "%s: share %.4f, want %.4f +-%.0f%%", what, got, want, tol * 100);
+}
+
+/* The flat contrast: the same tenants at the root with their own weights. */
+static struct sim_result run_flat(const struct sim_scenario *sc)
+{
+	struct sim_scenario flat = *sc;
+	flat.flat = true;
+	return run(&flat, sim_params_bfq);
+}
+
+/* The shares H1..H6 promise, from the weights alone (sim_tree_share, the
+ * promise column of fusesched-sim): the model the tests are read against. */
+START_TEST(h_tree_model)
+{
+	struct sim_scenario sc;
+	sim_scenario_h1_pods(&sc);
+	ck_assert_double_eq_tol(sim_tree_group_share(&sc, 0, 0), 2.0 / 3, 1e-9);
+	ck_assert_double_eq_tol(sim_tree_share(&sc, 0, 3), 1.0 / 9, 1e-9);
+	sc.flat = true;
+	ck_assert_double_eq_tol(sim_tree_group_share(&sc, 0, 0), 1.0 / 4, 1e-9);
+	sim_scenario_h3_delegated(&sc);
+	ck_assert_double_eq_tol(sim_tree_group_share(&sc, 100 * MS, 0), 10.0 / 110, 1e-9);
+	ck_assert_double_eq_tol(sim_tree_group_share(&sc, 500 * MS, 0), 10.0 / 110, 1e-9);
+	ck_assert_double_eq_tol(sim_tree_share(&sc, 500 * MS, 2), 2.0 / 110, 1e-9);
+	ck_assert_double_eq_tol(sim_tree_share(&sc, 100 * MS, 2), 0, 1e-9);	/* not started */
+	sim_scenario_h4_nested(&sc);
+	ck_assert_double_eq_tol(sim_tree_share(&sc, 0, 0), 3.0 / 16, 1e-9);
+	ck_assert_double_eq_tol(sim_tree_share(&sc, 0, 2), 3.0 / 8, 1e-9);
+	ck_assert_double_eq_tol(sim_tree_share(&sc, 0, 3), 1.0 / 4, 1e-9);
+	sim_scenario_h6_reweight(&sc);
+	ck_assert_double_eq_tol(sim_tree_group_share(&sc, 100 * MS, 0), 1.0 / 2, 1e-9);
+	ck_assert_double_eq_tol(sim_tree_group_share(&sc, 600 * MS, 0), 3.0 / 4, 1e-9);
+	/* groups must come before their children */
+	sim_scenario_h4_nested(&sc);
+	sc.g[0].parent = 2;
+	struct sched_params p;
+	struct sim_result r;
+	sim_params_bfq(&p);
+	ck_assert_int_eq(sim_run(&sc, &p, &r), -EINVAL);
+}
+END_TEST
+
+/* H1's shares: pods 2:1 whatever the number of containers in each. */
+static void h1_check(const struct sim_scenario *sc, const char *what)
+{
+	struct sim_result bfq = run(sc, sim_params_bfq);
+	struct sim_result fifo = run(sc, sim_params_fifo);
+	char msg[64];
+	snprintf(msg, sizeof(msg), "%s seed %lx pod A", what, (unsigned long)sc->seed);
+	share_near(bfq.g[0].share, 2.0 / 3, SHARE_TOL, msg);
+	snprintf(msg, sizeof(msg), "%s seed %lx pod B", what, (unsigned long)sc->seed);
+	share_near(bfq.g[1].share, 1.0 / 3, SHARE_TOL, msg);
+	for (unsigned i = 1; i < 4; i++) {
+		snprintf(msg, sizeof(msg), "%s seed %lx container b%u", what,
+			 (unsigned long)sc->seed, i);
+		share_near(bfq.t[i].share, 1.0 / 9, SHARE_TOL, msg);
+	}
+	ck_assert_msg(bfq.total_mb_per_s >= 0.9 * fifo.total_mb_per_s, "%s: total %.1f fifo %.1f",
+		      what, bfq.total_mb_per_s, fifo.total_mb_per_s);
+}
+
+START_TEST(h1_pods_2_to_1)
+{
+	struct sim_scenario sc;
+	sim_scenario_h1_pods(&sc);
+	h1_check(&sc, "H1");
+	/* flat, pod A's one container gets 1/4 like each of B's three */
+	struct sim_result flat = run_flat(&sc);
+	ck_assert_msg(flat.g[0].share < (2.0 / 3) * (1 - SHARE_TOL), "flat pod A %.3f",
+		      flat.g[0].share);
+}
+END_TEST
+
+START_TEST(h1_fuse_pods_2_to_1)
+{
+	struct sim_scenario sc;
+	sim_scenario_h1_pods_fuse(&sc);
+	uint64_t seed0 = sc.seed;
+	for (unsigned seed = 0; seed < 4; seed++) {
+		sc.seed = seed0 + seed;
+		h1_check(&sc, "H1 FUSE");
+	}
+	sc.seed = seed0;
+	struct sim_result flat = run_flat(&sc);
+	ck_assert_msg(flat.g[0].share < (2.0 / 3) * (1 - SHARE_TOL), "flat pod A %.3f",
+		      flat.g[0].share);
+}
+END_TEST
+
+static void h2_check(const struct sim_scenario *sc, const char *what)
+{
+	struct sim_result bfq = run(sc, sim_params_bfq);
+	struct sim_result fifo = run(sc, sim_params_fifo);
+	share_near(bfq.g[0].share, 1.0 / 2, SHARE_TOL, what);
+	share_near(bfq.g[1].share, 1.0 / 2, SHARE_TOL, what);
+	share_near(bfq.t[1].share, 1.0 / 4, SHARE_TOL, what);
+	share_near(bfq.t[2].share, 1.0 / 4, SHARE_TOL, what);
+	ck_assert_msg(bfq.total_mb_per_s >= 0.9 * fifo.total_mb_per_s, "%s: total %.1f fifo %.1f",
+		      what, bfq.total_mb_per_s, fifo.total_mb_per_s);
+	/* flat, the pod with two containers gets two thirds */
+	struct sim_result flat = run_flat(sc);
+	share_near(flat.g[1].share, 2.0 / 3, SHARE_TOL, what);
+}
+
+START_TEST(h2_equal_pods)
+{
+	struct sim_scenario sc;
+	sim_scenario_h2_equal_pods(&sc);
+	h2_check(&sc, "H2");
+	sim_scenario_h2_equal_pods_fuse(&sc);
+	h2_check(&sc, "H2 FUSE");
+}
+END_TEST
+
+/* H3: children multiplying inside a subtree divide its share, in each
+ * phase; flat they would take 1/2 and then 5/6 of the store. */
+START_TEST(h3_delegated_subtree_holds_its_share)
+{
+	struct sim_scenario sc;
+	sim_scenario_h3_delegated(&sc);
+	const double want = 10.0 / 110;
+	struct sim_result bfq = run(&sc, sim_params_bfq);
+	for (unsigned w = 0; w < 2; w++) {
+		char msg[48];
+		snprintf(msg, sizeof(msg), "H3 subtree, phase %u", w + 1);
+		share_near(bfq.w[w].g_share[0], want, SHARE_TOL, msg);
+	}
+	/* the spawned children divide it: none is starved, none takes more */
+	for (unsigned i = 1; i < 6; i++) {
+		char msg[48];
+		snprintf(msg, sizeof(msg), "H3 phase 2, child %u", i);
+		share_near(bfq.w[1].t_share[i], want / 5, SMALL_SHARE_TOL, msg);
+	}
+	struct sim_result fifo = run(&sc, sim_params_fifo);
+	ck_assert_double_ge(bfq.total_mb_per_s, 0.9 * fifo.total_mb_per_s);
+	struct sim_result flat = run_flat(&sc);
+	ck_assert_msg(flat.w[0].g_share[0] > 4 * want && flat.w[1].g_share[0] > 8 * want,
+		      "flat subtree %.3f, %.3f", flat.w[0].g_share[0], flat.w[1].g_share[0]);
+}
+END_TEST
+
+START_TEST(h4_nested_levels)
+{
+	struct sim_scenario sc;
+	sim_scenario_h4_nested(&sc);
+	struct sim_result bfq = run(&sc, sim_params_bfq);
+	share_near(bfq.g[0].share, 3.0 / 4, SHARE_TOL, "H4 A");
+	share_near(bfq.g[1].share, 3.0 / 8, SHARE_TOL, "H4 A1");
+	share_near(bfq.t[0].share, 3.0 / 16, SHARE_TOL, "H4 A1 leaf 1");
+	share_near(bfq.t[1].share, 3.0 / 16, SHARE_TOL, "H4 A1 leaf 2");
+	share_near(bfq.t[2].share, 3.0 / 8, SHARE_TOL, "H4 A2");
+	share_near(bfq.t[3].share, 1.0 / 4, SHARE_TOL, "H4 B");
+	struct sim_result fifo = run(&sc, sim_params_fifo);
+	ck_assert_double_ge(bfq.total_mb_per_s, 0.9 * fifo.total_mb_per_s);
+	/* flat the four leaves share alike: A1 takes half, A2 a quarter */
+	struct sim_result flat = run_flat(&sc);
+	ck_assert_msg(flat.g[1].share > (3.0 / 8) * (1 + SHARE_TOL), "flat A1 %.3f",
+		      flat.g[1].share);
+}
+END_TEST
+
+/* H5: a depth-1 reader in a heavy pod is idled for as S5's flat reader of
+ * the pod's weight is; in a pod its own weight is only among the pod's
+ * children, so flat (w100 next to w100) it loses most of it. */
+START_TEST(h5_idling_through_the_tree)
+{
+	struct sim_scenario sc, s5;
+	sim_scenario_h5_sync_reader(&sc, 1, true);
+	sim_scenario_s5_sync_reader(&s5, 1, true);
+	struct sim_result tree = run(&sc, sim_params_bfq);
+	struct sim_result ref = run(&s5, sim_params_bfq);
+	ck_assert_msg(tree.t[0].mb_per_s >= 0.95 * ref.t[0].mb_per_s, "serial: pod %.2f S5 %.2f",
+		      tree.t[0].mb_per_s, ref.t[0].mb_per_s);
+	ck_assert_uint_gt(tree.t[0].st.idle_windows, 1000);
+	struct sim_result flat = run_flat(&sc);
+	ck_assert_msg(flat.t[0].mb_per_s < 0.5 * ref.t[0].mb_per_s, "flat: %.2f", flat.t[0].mb_per_s);
+
+	sim_scenario_h5_sync_reader(&sc, 16, true);
+	sim_scenario_s5_sync_reader(&s5, 16, true);
+	tree = run(&sc, sim_params_bfq);
+	ref = run(&s5, sim_params_bfq);
+	struct sim_result fifo = run(&sc, sim_params_fifo);
+	ck_assert_msg(tree.t[0].mb_per_s >= 0.95 * ref.t[0].mb_per_s, "parallel: pod %.2f S5 %.2f",
+		      tree.t[0].mb_per_s, ref.t[0].mb_per_s);
+	ck_assert_double_ge(tree.total_mb_per_s, 0.8 * fifo.total_mb_per_s);
+	ck_assert_uint_gt(tree.t[1].st.injected_ops[SCHED_INJECT_GENERAL], 1000);
+}
+END_TEST
+
+/* H5: S1's journal pair in two pods, next to a heavier reader's pod. */
+START_TEST(h5_journal_injected_across_pods)
+{
+	struct sim_scenario sc;
+	sim_scenario_h5_journal(&sc);
+	struct sim_result bfq = run(&sc, sim_params_bfq);
+	struct sim_result fifo = run(&sc, sim_params_fifo);
+	struct sim_result noinj = run(&sc, sim_params_bfq_noinject);
+	ck_assert_uint_gt(fifo.t[0].ops, 500);
+	ck_assert_msg(bfq.t[0].mb_per_s >= 0.9 * fifo.t[0].mb_per_s, "writer bfq %.3f fifo %.3f",
+		      bfq.t[0].mb_per_s, fifo.t[0].mb_per_s);
+	ck_assert_msg(noinj.t[0].mb_per_s < 0.2 * fifo.t[0].mb_per_s, "no collapse: %.3f vs %.3f",
+		      noinj.t[0].mb_per_s, fifo.t[0].mb_per_s);
+	ck_assert_uint_gt(bfq.t[2].st.idle_windows, 0);
+	ck_assert_uint_gt(bfq.t[1].st.injected_ops[SCHED_INJECT_SYNC] +
+				  bfq.t[1].st.injected_ops[SCHED_INJECT_WAKER], 0);
+}
+END_TEST
+
+/* H6: after sched_group_set_weight the shares follow; without it they
+ * would not have moved. */
+START_TEST(h6_group_weight_change)
+{
+	struct sim_scenario sc;
+	sim_scenario_h6_reweight(&sc);
+	struct sim_result bfq = run(&sc, sim_params_bfq);
+	share_near(bfq.w[0].g_share[0], 1.0 / 2, SHARE_TOL, "H6 pod A before");
+	share_near(bfq.w[0].g_share[1], 1.0 / 2, SHARE_TOL, "H6 pod B before");
+	share_near(bfq.w[1].g_share[0], 3.0 / 4, SHARE_TOL, "H6 pod A after");
+	share_near(bfq.w[1].g_share[1], 1.0 / 4, SHARE_TOL, "H6 pod B after");
+	share_near(bfq.w[1].t_share[1], 1.0 / 8, SHARE_TOL, "H6 container b1 after");
+	share_near(bfq.w[1].t_share[2], 1.0 / 8, SHARE_TOL, "H6 container b2 after");
+	struct sim_result fifo = run(&sc, sim_params_fifo);
+	ck_assert_double_ge(bfq.w[1].total_mb_per_s, 0.9 * fifo.w[1].total_mb_per_s);
+	sc.nreweights = 0;
+	struct sim_result still = run(&sc, sim_params_bfq);
+	share_near(still.w[1].g_share[0], 1.0 / 2, SHARE_TOL, "H6 without the change");
+}
+END_TEST
+
+/* ---- known scheduler issues: failing reproducers, run with
+ * SCHED_KNOWN_ISSUES=1 (not part of ctest until fixed) ----
+ *
+ * A queue served outside its own slice (injected, or yielded to past the
+ * in-service queue's cap) that runs empty is taken out of wq by
+ * sched_bfq_take with the finish tag queue_activate gave it: start plus a
+ * whole budget over its weight, although its start has only moved by what
+ * it was charged. At its next arrival queue_activate starts it at that
+ * finish, so every such visit costs it a whole budget of virtual time.
+ * Depth-1 tenants of small share (a subtree's children) are served that
+ * way all the time and get a fraction of their share; deep tenants served
+ * by injection lose to each other at random. Flat weights show it too
+ * (w2 each, 100/50/50); the tree makes such small shares common. */
+START_TEST(known_h3_depth1_children_starved)
+{
+	struct sim_scenario sc;
+	sim_scenario_h3_delegated(&sc);
+	for (unsigned i = 1; i < sc.ntenants; i++) {	/* depth-1 children */
+		sc.t[i].depth = 1;
+		sc.t[i].think_ns = 20000;
+	}
+	struct sim_result bfq = run(&sc, sim_params_bfq);
+	/* five of them could take 27% alone; the subtree promises 9.1% */
+	share_near(bfq.w[1].g_share[0], 10.0 / 110, 0.15, "depth-1 children, phase 2");
+}
+END_TEST
+
+START_TEST(known_injected_deep_siblings_unequal)
+{
+	struct sim_scenario sc;
+	sim_scenario_h2_equal_pods(&sc);
+	sc.t[0].depth = 1;	/* pod A: a depth-1 reader, idled for */
+	sc.t[0].think_ns = 20000;
+	struct sim_result bfq = run(&sc, sim_params_bfq);
+	double r = ratio(&bfq, 1, 2);
+	ck_assert_msg(r >= 0.9 && r <= 1.1, "pod B's equal containers: %.2f", r);
+}
+END_TEST
+
 /* Same seed, same numbers: the simulator is a test instrument. */
 START_TEST(sim_is_deterministic)
 {
@@ -275,6 +563,25 @@ int main(void)
 	tcase_add_test(tc, s5_parallel_work_conserving);
 	tcase_add_test(tc, sim_is_deterministic);
 	suite_add_tcase(s, tc);
+	TCase *tree = tcase_create("tree");
+	tcase_set_timeout(tree, 60);
+	tcase_add_test(tree, h_tree_model);
+	tcase_add_test(tree, h1_pods_2_to_1);
+	tcase_add_test(tree, h1_fuse_pods_2_to_1);
+	tcase_add_test(tree, h2_equal_pods);
+	tcase_add_test(tree, h3_delegated_subtree_holds_its_share);
+	tcase_add_test(tree, h4_nested_levels);
+	tcase_add_test(tree, h5_idling_through_the_tree);
+	tcase_add_test(tree, h5_journal_injected_across_pods);
+	tcase_add_test(tree, h6_group_weight_change);
+	suite_add_tcase(s, tree);
+	if (getenv("SCHED_KNOWN_ISSUES")) {
+		TCase *known = tcase_create("known_issues");
+		tcase_set_timeout(known, 60);
+		tcase_add_test(known, known_h3_depth1_children_starved);
+		tcase_add_test(known, known_injected_deep_siblings_unequal);
+		suite_add_tcase(s, known);
+	}
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);

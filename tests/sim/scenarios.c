@@ -1,5 +1,6 @@
-/* The scenarios S1..S5 (sim.h), with the numbers of a daemon in front of a
- * fast store: FUSE think times of tens of microseconds, sim_device_fast. */
+/* The scenarios S1..S5 and H1..H6 (sim.h), with the numbers of a daemon in
+ * front of a fast store: FUSE think times of tens of microseconds,
+ * sim_device_fast. */
 #include "sim.h"
 
 #include <string.h>
@@ -143,6 +144,165 @@ void sim_scenario_s5_sync_reader(struct sim_scenario *sc, uint32_t slots, bool d
 						    .depth = 256, .think_ns = 10 * US,
 						    .op = SCHED_OP_READ, .bytes = 4 * KIB,
 						    .sync = true, .journal = -1 });
+}
+
+/* ---- H1..H6: the tenant tree ---- */
+
+/* Returns the group's number for sim_tenant.group and sim_group.parent. */
+static int group_add(struct sim_scenario *sc, const char *name, uint32_t weight, int parent)
+{
+	sc->g[sc->ngroups++] = (struct sim_group){ .name = name, .weight = weight, .parent = parent };
+	return (int)sc->ngroups;
+}
+
+/* A container saturating the fast parallel store: 4 KiB random reads, 16
+ * jobs (alone it fills all 16 slots), FUSE think time. */
+static void container_add(struct sim_scenario *sc, const char *name, uint32_t weight, int group)
+{
+	tenant_add(sc, (struct sim_tenant){ .name = name, .weight = weight, .depth = 16,
+					    .think_ns = 10 * US, .op = SCHED_OP_READ,
+					    .bytes = 4 * KIB, .sync = true, .journal = -1,
+					    .group = group });
+}
+
+/* S4_fuse's loaded host for the same tenants: the reactor reaps and
+ * dispatches whole batches, caller threads stall. A container then needs
+ * 4 threads x iodepth 16 to be backlogged beyond its share: with 16 it
+ * gets at most 16 of every 32-request batch whatever its weight. */
+static void fuse_host(struct sim_scenario *sc)
+{
+	sc->dev = (struct sim_device){ 0 };
+	sim_device_fast(&sc->dev, 32);
+	sc->dev.base_ns[SIM_COST_READ] = 100 * US;
+	sc->host.reactor_wake_ns = 1000 * US;
+	sc->max_inflight = 32;
+	for (uint32_t i = 0; i < sc->ntenants; i++) {
+		struct sim_tenant *t = &sc->t[i];
+		t->depth = 64;
+		t->think_ns = 30 * US;
+		t->threads = 4;
+		t->stall_ns = 3 * MS;
+		t->stall_permille = 30;
+	}
+}
+
+void sim_scenario_h1_pods(struct sim_scenario *sc)
+{
+	scenario_base(sc, "H1 pods 2:1",
+		      "pod A w200: 1 container; pod B w100: 3 containers; 4 KiB readers, depth 16",
+		      16, 1000 * MS);
+	int a = group_add(sc, "podA", 200, 0), b = group_add(sc, "podB", 100, 0);
+	container_add(sc, "a", 100, a);
+	for (int i = 0; i < 3; i++)
+		container_add(sc, "b", 100, b);
+}
+
+void sim_scenario_h1_pods_fuse(struct sim_scenario *sc)
+{
+	sim_scenario_h1_pods(sc);
+	sc->name = "H1 FUSE pods 2:1";
+	sc->about = "H1 through S4_fuse's loaded host: 4 threads x depth 16 per container";
+	fuse_host(sc);
+}
+
+void sim_scenario_h2_equal_pods(struct sim_scenario *sc)
+{
+	scenario_base(sc, "H2 equal pods",
+		      "pods w100:w100 with 1 and 2 containers; 4 KiB readers, depth 16", 16,
+		      1000 * MS);
+	int a = group_add(sc, "podA", 100, 0), b = group_add(sc, "podB", 100, 0);
+	container_add(sc, "a", 100, a);
+	for (int i = 0; i < 2; i++)
+		container_add(sc, "b", 100, b);
+}
+
+void sim_scenario_h2_equal_pods_fuse(struct sim_scenario *sc)
+{
+	sim_scenario_h2_equal_pods(sc);
+	sc->name = "H2 FUSE equal pods";
+	sc->about = "H2 through S4_fuse's loaded host: 4 threads x depth 16 per container";
+	fuse_host(sc);
+}
+
+/* The subtree's owner spawns children to get more: with 4 of them at its
+ * 1 (each of the default weight) it would take 5/6 of the store if they
+ * counted at the root. The root tenant has 32 jobs: it must keep ~14.5 of
+ * the 16 slots busy, more than 16 jobs with think time reliably do. */
+void sim_scenario_h3_delegated(struct sim_scenario *sc)
+{
+	scenario_base(sc, "H3 delegated subtree",
+		      "root tenant w100 next to a subtree w10 of 1, from 400 ms 5 children", 16,
+		      1000 * MS);
+	int d = group_add(sc, "subtree", 10, 0);
+	container_add(sc, "main", 100, 0);
+	sc->t[0].depth = 32;
+	container_add(sc, "child", 100, d);
+	for (int i = 0; i < 4; i++) {
+		container_add(sc, "spawned", 100, d);
+		sc->t[sc->ntenants - 1].start_ns = 400 * MS;
+	}
+	/* each phase without the first 100 ms after its change */
+	sc->nwindows = 2;
+	sc->w[0] = (struct sim_window){ 100 * MS, 400 * MS };
+	sc->w[1] = (struct sim_window){ 500 * MS, 1000 * MS };
+}
+
+void sim_scenario_h4_nested(struct sim_scenario *sc)
+{
+	scenario_base(sc, "H4 nested",
+		      "A w300 -> { A1 w100 -> 2 leaves, leaf a2 w100 }, leaf b w100 at the root",
+		      16, 1000 * MS);
+	int a = group_add(sc, "A", 300, 0);
+	int a1 = group_add(sc, "A1", 100, a);
+	container_add(sc, "a1-leaf", 100, a1);
+	container_add(sc, "a1-leaf", 100, a1);
+	container_add(sc, "a2", 100, a);
+	container_add(sc, "b", 100, 0);
+}
+
+/* S5 with each reader in a pod: the depth-1 reader's weight is its pod's. */
+void sim_scenario_h5_sync_reader(struct sim_scenario *sc, uint32_t slots, bool deep_present)
+{
+	sim_scenario_s5_sync_reader(sc, slots, deep_present);
+	sc->name = slots == 1 ? "H5 serial store" : "H5 parallel store";
+	sc->about = "S5 in pods: depth-1 reader in pod w800, deep reader in pod w100";
+	sc->t[0].name = "depth1";
+	sc->t[0].group = group_add(sc, "interactive", 800, 0);
+	sc->t[0].weight = 100;
+	if (deep_present) {
+		sc->t[1].name = "deep";
+		sc->t[1].group = group_add(sc, "batch", 100, 0);
+	}
+}
+
+/* S1's heavy variant with each tenant in a pod of its own: the writer's
+ * journal is another pod's tenant, and the reader (pod w400) is idled for. */
+void sim_scenario_h5_journal(struct sim_scenario *sc)
+{
+	sim_scenario_s1_journal(sc, 400);
+	sc->name = "H5 journal in pods";
+	sc->about = "S1 heavy: dsync writer, its journal, depth-1 reader each in a pod (w100/100/400)";
+	static const char *const pods[] = { "app", "journald", "interactive" };
+	for (uint32_t k = 0; k < 3; k++) {
+		sc->t[k].group = group_add(sc, pods[k], sc->t[k].weight, 0);
+		sc->t[k].weight = 100;
+	}
+}
+
+void sim_scenario_h6_reweight(struct sim_scenario *sc)
+{
+	scenario_base(sc, "H6 reweight",
+		      "pods w100:w100 (1 and 2 containers), pod A to w300 at 500 ms", 16,
+		      1000 * MS);
+	int a = group_add(sc, "podA", 100, 0), b = group_add(sc, "podB", 100, 0);
+	container_add(sc, "a", 100, a);
+	for (int i = 0; i < 2; i++)
+		container_add(sc, "b", 100, b);
+	sc->nreweights = 1;
+	sc->rw[0] = (struct sim_reweight){ .at_ns = 500 * MS, .group = a, .weight = 300 };
+	sc->nwindows = 2;
+	sc->w[0] = (struct sim_window){ 100 * MS, 500 * MS };
+	sc->w[1] = (struct sim_window){ 600 * MS, 1000 * MS };
 }
 
 void sim_params_bfq(struct sched_params *p)

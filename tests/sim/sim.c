@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum ev_type { EV_ARRIVE, EV_DONE, EV_TIMER, EV_HOST, EV_REAP };
+enum ev_type { EV_ARRIVE, EV_DONE, EV_TIMER, EV_HOST, EV_REAP, EV_REWEIGHT };
 
 struct sim_req {
 	struct sched_req sr;
@@ -24,6 +24,7 @@ struct ev {
 	uint32_t waiter_job;
 	uint64_t think_ns;		/* EV_HOST: the job's think time after it */
 	struct sim_req *r;
+	uint32_t rw;			/* EV_REWEIGHT: index into sc->rw */
 };
 
 struct lat_vec {
@@ -37,6 +38,7 @@ struct tstate {
 	uint64_t seq_offset;
 	struct lat_vec lat;
 	uint64_t ops, bytes;
+	uint64_t win_bytes[SIM_MAX_WINDOWS];
 	uint64_t stall_until_ns[SIM_MAX_THREADS];	/* caller thread descheduled until */
 };
 
@@ -57,6 +59,7 @@ struct sim {
 	struct sim_req *cq_head, *cq_tail;	/* done at the store, not yet reaped */
 	bool reap_pending;
 	struct tstate ts[SIM_MAX_TENANTS];
+	struct sched_group *groups[SIM_MAX_GROUPS];	/* NULL while sc->flat */
 	int err;
 };
 
@@ -255,6 +258,10 @@ static void on_arrive(struct sim *m, const struct ev *e)
 {
 	const struct sim_tenant *tc = &m->sc->t[e->tenant];
 	struct tstate *ts = &m->ts[e->tenant];
+	/* A stopped tenant's jobs end here; a journal request still goes in,
+	 * or its waiter would never go on. */
+	if (tc->stop_ns && m->now_ns >= tc->stop_ns && e->waiter_tenant < 0)
+		return;
 	struct sim_req *r = m->free_reqs;
 	if (r) {
 		m->free_reqs = r->next;
@@ -305,6 +312,9 @@ static void reap_one(struct sim *m, struct sim_req *r)
 		ts->bytes += r->sr.bytes;
 		lat_add(m, &ts->lat, m->now_ns - r->sr.enqueue_ns);
 	}
+	for (uint32_t w = 0; w < sc->nwindows; w++)
+		if (m->now_ns >= sc->w[w].from_ns && m->now_ns < sc->w[w].to_ns)
+			ts->win_bytes[w] += r->sr.bytes;
 	if (r->waiter_tenant >= 0)
 		follow_up(m, sc->t[r->waiter_tenant].think_ns, (uint32_t)r->waiter_tenant,
 			  r->waiter_job, -1, 0);
@@ -389,6 +399,36 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+bool sim_in_group(const struct sim_scenario *sc, int group, uint32_t k)
+{
+	/* the depth bound only guards against a cycle sim_run would refuse */
+	for (int depth = 0; group > 0 && group <= (int)sc->ngroups && depth <= (int)SIM_MAX_GROUPS;
+	     depth++) {
+		if ((uint32_t)group == k + 1)
+			return true;
+		group = sc->g[group - 1].parent;
+	}
+	return false;
+}
+
+static void window_fill(const struct sim *m, uint32_t w, struct sim_window_result *wr)
+{
+	const struct sim_scenario *sc = m->sc;
+	for (uint32_t i = 0; i < sc->ntenants; i++) {
+		wr->t_bytes[i] = m->ts[i].win_bytes[w];
+		wr->total_bytes += wr->t_bytes[i];
+		for (uint32_t k = 0; k < sc->ngroups; k++)
+			if (sim_in_group(sc, sc->t[i].group, k))
+				wr->g_bytes[k] += wr->t_bytes[i];
+	}
+	double total = (double)wr->total_bytes;
+	for (uint32_t i = 0; i < sc->ntenants; i++)
+		wr->t_share[i] = total ? (double)wr->t_bytes[i] / total : 0;
+	for (uint32_t k = 0; k < sc->ngroups; k++)
+		wr->g_share[k] = total ? (double)wr->g_bytes[k] / total : 0;
+	wr->total_mb_per_s = total / 1e6 / ((double)(sc->w[w].to_ns - sc->w[w].from_ns) / 1e9);
+}
+
 static void results_fill(struct sim *m, struct sim_result *out)
 {
 	const struct sim_scenario *sc = m->sc;
@@ -413,14 +453,61 @@ static void results_fill(struct sim *m, struct sim_result *out)
 	}
 	out->total_mb_per_s = (double)total / 1e6 / secs;
 	out->peak_rate = sched_peak_rate(m->s);
+	out->ngroups = sc->ngroups;
+	for (uint32_t k = 0; k < sc->ngroups; k++) {
+		struct sim_group_result *gr = &out->g[k];
+		for (uint32_t i = 0; i < sc->ntenants; i++) {
+			if (!sim_in_group(sc, sc->t[i].group, k))
+				continue;
+			gr->ops += m->ts[i].ops;
+			gr->bytes += m->ts[i].bytes;
+		}
+		gr->mb_per_s = (double)gr->bytes / 1e6 / secs;
+		gr->share = total ? (double)gr->bytes / (double)total : 0;
+	}
+	out->nwindows = sc->nwindows;
+	for (uint32_t w = 0; w < sc->nwindows; w++)
+		window_fill(m, w, &out->w[w]);
+}
+
+static void on_reweight(struct sim *m, const struct sim_reweight *rw)
+{
+	int err = 0;
+	if (!rw->group)
+		err = sched_queue_set_weight(m->s, m->ts[rw->tenant].q, rw->weight);
+	else if (m->groups[rw->group - 1])	/* else flat: there is no group */
+		err = sched_group_set_weight(m->s, m->groups[rw->group - 1], rw->weight);
+	if (err)
+		m->err = err;
+}
+
+static bool scenario_valid(const struct sim_scenario *sc)
+{
+	if (sc->ntenants > SIM_MAX_TENANTS || sc->ngroups > SIM_MAX_GROUPS ||
+	    sc->nreweights > SIM_MAX_REWEIGHTS || sc->nwindows > SIM_MAX_WINDOWS ||
+	    !sc->dev.slots || sc->warmup_ns >= sc->duration_ns)
+		return false;
+	/* Parents before children: also rules out cycles. */
+	for (uint32_t k = 0; k < sc->ngroups; k++)
+		if (sc->g[k].parent < 0 || sc->g[k].parent > (int)k)
+			return false;
+	for (uint32_t i = 0; i < sc->ntenants; i++)
+		if (sc->t[i].threads > SIM_MAX_THREADS || sc->t[i].group < 0 ||
+		    sc->t[i].group > (int)sc->ngroups)
+			return false;
+	for (uint32_t k = 0; k < sc->nreweights; k++)
+		if (sc->rw[k].group < 0 || sc->rw[k].group > (int)sc->ngroups ||
+		    (!sc->rw[k].group && sc->rw[k].tenant >= sc->ntenants))
+			return false;
+	for (uint32_t w = 0; w < sc->nwindows; w++)
+		if (sc->w[w].from_ns >= sc->w[w].to_ns || sc->w[w].to_ns > sc->duration_ns)
+			return false;
+	return true;
 }
 
 int sim_run(const struct sim_scenario *sc, const struct sched_params *p, struct sim_result *out)
 {
-	for (uint32_t i = 0; i < sc->ntenants && i < SIM_MAX_TENANTS; i++)
-		if (sc->t[i].threads > SIM_MAX_THREADS)
-			return -EINVAL;
-	if (sc->ntenants > SIM_MAX_TENANTS || !sc->dev.slots || sc->warmup_ns >= sc->duration_ns)
+	if (!scenario_valid(sc))
 		return -EINVAL;
 	struct sched_params sp = *p;
 	if (sc->max_inflight)
@@ -429,11 +516,22 @@ int sim_run(const struct sim_scenario *sc, const struct sched_params *p, struct 
 	int err = sched_new(&sp, &m.s);
 	if (err)
 		return err;
-	for (uint32_t i = 0; i < sc->ntenants && !err; i++)
+	/* Parents first: sc->g lists them before their children. */
+	for (uint32_t k = 0; k < sc->ngroups && !sc->flat && !err; k++) {
+		int parent = sc->g[k].parent;
+		err = sched_group_get(m.s, k + 1, parent ? m.groups[parent - 1] : NULL,
+				      sc->g[k].weight, &m.groups[k]);
+	}
+	for (uint32_t i = 0; i < sc->ntenants && !err; i++) {
 		err = sched_queue_get(m.s, i + 1, sc->t[i].weight, &m.ts[i].q);
+		if (!err && sc->t[i].group && !sc->flat)
+			sched_queue_set_parent(m.s, m.ts[i].q, m.groups[sc->t[i].group - 1]);
+	}
 	for (uint32_t i = 0; i < sc->ntenants && !err; i++)
 		for (uint32_t j = 0; j < sc->t[i].depth; j++)
-			arrive_at(&m, i * 1000 + j * 100, i, j, -1, 0);
+			arrive_at(&m, sc->t[i].start_ns + i * 1000 + j * 100, i, j, -1, 0);
+	for (uint32_t k = 0; k < sc->nreweights && !err; k++)
+		ev_push(&m, (struct ev){ .at_ns = sc->rw[k].at_ns, .type = EV_REWEIGHT, .rw = k });
 	while (!err && !m.err && m.nev) {
 		struct ev e = ev_pop(&m);
 		if (e.at_ns >= sc->duration_ns)
@@ -451,6 +549,9 @@ int sim_run(const struct sim_scenario *sc, const struct sched_params *p, struct 
 			break;
 		case EV_REAP:
 			on_reap(&m);
+			break;
+		case EV_REWEIGHT:
+			on_reweight(&m, &sc->rw[e.rw]);
 			break;
 		case EV_TIMER:
 			if (e.at_ns == m.timer_at_ns)
@@ -475,4 +576,87 @@ int sim_run(const struct sim_scenario *sc, const struct sched_params *p, struct 
 	free(m.heap);
 	sched_free(m.s);
 	return err;
+}
+
+/* ---- the tree's promise (sim_tree_share) ---- */
+
+struct tree_model {
+	const struct sim_scenario *sc;
+	uint32_t gw[SIM_MAX_GROUPS], tw[SIM_MAX_TENANTS];
+	bool g_active[SIM_MAX_GROUPS], t_active[SIM_MAX_TENANTS];
+};
+
+/* Tenants running at at_ns, groups with one beneath them, weights then. */
+static void model_at(const struct sim_scenario *sc, uint64_t at_ns, struct tree_model *md)
+{
+	memset(md, 0, sizeof(*md));
+	md->sc = sc;
+	for (uint32_t k = 0; k < sc->ngroups; k++)
+		md->gw[k] = sc->g[k].weight;
+	for (uint32_t i = 0; i < sc->ntenants; i++) {
+		const struct sim_tenant *t = &sc->t[i];
+		md->tw[i] = t->weight;
+		md->t_active[i] = t->depth && at_ns >= t->start_ns && (!t->stop_ns || at_ns < t->stop_ns);
+		for (uint32_t k = 0; k < sc->ngroups && md->t_active[i]; k++)
+			md->g_active[k] |= sim_in_group(sc, t->group, k);
+	}
+	for (uint32_t k = 0; k < sc->nreweights; k++) {
+		const struct sim_reweight *rw = &sc->rw[k];
+		if (rw->at_ns > at_ns)
+			continue;
+		if (rw->group)
+			md->gw[rw->group - 1] = rw->weight;
+		else
+			md->tw[rw->tenant] = rw->weight;
+	}
+}
+
+static double model_group(const struct tree_model *md, uint32_t k);
+
+/* A child of weight w of parent (as sim_tenant.group): its part of the
+ * parent's share by weight among the parent's active children. */
+static double model_child(const struct tree_model *md, int parent, uint32_t w)
+{
+	const struct sim_scenario *sc = md->sc;
+	uint64_t sum = 0;
+	for (uint32_t k = 0; k < sc->ngroups && !sc->flat; k++)
+		if (md->g_active[k] && sc->g[k].parent == parent)
+			sum += md->gw[k];
+	for (uint32_t i = 0; i < sc->ntenants; i++)
+		if (md->t_active[i] && (sc->flat ? 0 : sc->t[i].group) == parent)
+			sum += md->tw[i];
+	double ps = parent ? model_group(md, (uint32_t)parent - 1) : 1.0;
+	return sum ? ps * w / (double)sum : 0;
+}
+
+static double model_group(const struct tree_model *md, uint32_t k)
+{
+	const struct sim_scenario *sc = md->sc;
+	if (!md->g_active[k])
+		return 0;
+	if (!sc->flat)
+		return model_child(md, sc->g[k].parent, md->gw[k]);
+	double share = 0;	/* flat: what its tenants get at the root */
+	for (uint32_t i = 0; i < sc->ntenants; i++)
+		if (md->t_active[i] && sim_in_group(sc, sc->t[i].group, k))
+			share += model_child(md, 0, md->tw[i]);
+	return share;
+}
+
+double sim_tree_share(const struct sim_scenario *sc, uint64_t at_ns, int tenant)
+{
+	struct tree_model md;
+	model_at(sc, at_ns, &md);
+	if (tenant < 0 || (uint32_t)tenant >= sc->ntenants || !md.t_active[tenant])
+		return 0;
+	return model_child(&md, sc->flat ? 0 : sc->t[tenant].group, md.tw[tenant]);
+}
+
+double sim_tree_group_share(const struct sim_scenario *sc, uint64_t at_ns, int group)
+{
+	struct tree_model md;
+	model_at(sc, at_ns, &md);
+	if (group < 0 || (uint32_t)group >= sc->ngroups)
+		return 0;
+	return model_group(&md, (uint32_t)group);
 }

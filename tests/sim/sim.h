@@ -12,6 +12,9 @@
 
 #define SIM_MAX_TENANTS 32u
 #define SIM_MAX_THREADS 64u
+#define SIM_MAX_GROUPS 16u
+#define SIM_MAX_REWEIGHTS 4u
+#define SIM_MAX_WINDOWS 4u
 
 /* Service time of one request in a slot: base_ns + bytes * ps_per_byte/1000,
  * times a uniform jitter of +-jitter_pct. Requests beyond the slots wait in
@@ -68,6 +71,36 @@ struct sim_tenant {
 	/* >= 0: each completed request triggers one request of that tenant and
 	 * the job may go on only after that one completes (a journal pair). */
 	int journal;
+	/* Its place in the tenant tree: 0 the root, n the group sc->g[n - 1]
+	 * (1-based, so that the zero-initialized tenants of S1..S5 stay flat).
+	 * weight is then its weight among the group's children. */
+	int group;
+	/* Its jobs send their first requests at start_ns and none after
+	 * stop_ns (0: the whole run): containers spawned and stopped in a pod. */
+	uint64_t start_ns, stop_ns;
+};
+
+/* A group of the tenant tree (sched_group_get): a pod, a delegated subtree.
+ * parent as sim_tenant.group; it must come before its children in sc->g. */
+struct sim_group {
+	const char *name;
+	uint32_t weight;
+	int parent;
+};
+
+/* At at_ns the weight of group (as sim_tenant.group), or with group 0 of
+ * tenant index tenant, becomes weight. */
+struct sim_reweight {
+	uint64_t at_ns;
+	int group;
+	uint32_t tenant;
+	uint32_t weight;
+};
+
+/* A measurement window besides the whole run, e.g. one phase after a
+ * change, leaving the moments of the change out. */
+struct sim_window {
+	uint64_t from_ns, to_ns;
 };
 
 struct sim_scenario {
@@ -78,6 +111,16 @@ struct sim_scenario {
 	uint32_t max_inflight;
 	uint32_t ntenants;
 	struct sim_tenant t[SIM_MAX_TENANTS];
+	uint32_t ngroups;
+	struct sim_group g[SIM_MAX_GROUPS];
+	/* true: the groups are not given to the scheduler, every tenant is a
+	 * child of the root with its own weight (the flat contrast); results
+	 * are still summed per group. Reweights of groups are then skipped. */
+	bool flat;
+	uint32_t nreweights;
+	struct sim_reweight rw[SIM_MAX_REWEIGHTS];
+	uint32_t nwindows;
+	struct sim_window w[SIM_MAX_WINDOWS];
 	uint64_t duration_ns, warmup_ns;
 	uint64_t seed;
 };
@@ -89,14 +132,30 @@ struct sim_tenant_result {
 	struct sched_queue_stats st;
 };
 
+/* A group's subtree: every tenant beneath it, however deep. */
+struct sim_group_result {
+	uint64_t ops, bytes;
+	double mb_per_s, share;
+};
+
+/* Bytes completed within one of sc->w, and their shares of its total. */
+struct sim_window_result {
+	uint64_t t_bytes[SIM_MAX_TENANTS], g_bytes[SIM_MAX_GROUPS], total_bytes;
+	double t_share[SIM_MAX_TENANTS], g_share[SIM_MAX_GROUPS];
+	double total_mb_per_s;
+};
+
 struct sim_result {
-	uint32_t ntenants;
+	uint32_t ntenants, ngroups, nwindows;
 	struct sim_tenant_result t[SIM_MAX_TENANTS];
+	struct sim_group_result g[SIM_MAX_GROUPS];	/* as sc->g, 0-based */
+	struct sim_window_result w[SIM_MAX_WINDOWS];
 	double total_mb_per_s;
 	uint64_t peak_rate;
 };
 
-/* 0 or negative errno. */
+/* 0 or negative errno; -EINVAL for a group whose parent does not come
+ * before it, a tenant in no such group, a reweight or window out of range. */
 int sim_run(const struct sim_scenario *sc, const struct sched_params *p, struct sim_result *out);
 
 /* A fast parallel store: ~110k IOPS 4k random reads at depth 16, ~5 GB/s
@@ -123,6 +182,48 @@ void sim_scenario_s4_weights(struct sim_scenario *sc, uint32_t ntenants);
 /* S4 as the real mount sees it: the caller's round trip drains queues. */
 void sim_scenario_s4_fuse(struct sim_scenario *sc, uint32_t ntenants);
 void sim_scenario_s5_sync_reader(struct sim_scenario *sc, uint32_t slots, bool deep_present);
+
+/* The hierarchical scenarios, H1..H6: tenants in groups (pods, delegated
+ * subtrees) as cgroups place them. A group's share of the store is divided
+ * among its active children by weight; each expectation below is what that
+ * rule gives, and what a flat placement (sc->flat) would miss.
+ *   H1 pod A (w200) with 1 saturating container, pod B (w100) with 3:
+ *      A 2/3, B 1/3, each of B's containers 1/9 (flat: 1/4 each).
+ *   H2 pods 100:100, one with 1 container, one with 2: 1/2 each (flat:
+ *      1/3 and 2/3).
+ *   H3 a delegated subtree (w10) next to a root tenant (w100): first one
+ *      child, from 400 ms on four more of weight 100: the subtree keeps
+ *      10/110 in both phases (sc->w[0], sc->w[1]); flat it would take 1/2
+ *      and then 5/6.
+ *   H4 nested: A (w300) -> { A1 (w100) -> 2 leaves, A2 (w100) leaf }, B
+ *      (w100) leaf: A 3/4 (A1 and A2 3/8 each, A1's leaves 3/16), B 1/4
+ *      (flat: 1/4 each leaf, so A1 1/2 and A2 1/4).
+ *   H5 idling and injection through the tree: S5's depth-1 reader in a pod
+ *      of w800 next to a pod of w100 with the deep reader; and S1's heavy
+ *      variant with writer, journal and reader each in a pod of its own.
+ *   H6 pods 100:100 (1 and 2 containers) become 300:100 at 500 ms
+ *      (sched_group_set_weight): 1/2 each before (sc->w[0]), 3/4 and 1/4
+ *      after (sc->w[1]).
+ * The *_fuse variants put the same tenants behind S4_fuse's loaded host. */
+void sim_scenario_h1_pods(struct sim_scenario *sc);
+void sim_scenario_h1_pods_fuse(struct sim_scenario *sc);
+void sim_scenario_h2_equal_pods(struct sim_scenario *sc);
+void sim_scenario_h2_equal_pods_fuse(struct sim_scenario *sc);
+void sim_scenario_h3_delegated(struct sim_scenario *sc);
+void sim_scenario_h4_nested(struct sim_scenario *sc);
+void sim_scenario_h5_sync_reader(struct sim_scenario *sc, uint32_t slots, bool deep_present);
+void sim_scenario_h5_journal(struct sim_scenario *sc);
+void sim_scenario_h6_reweight(struct sim_scenario *sc);
+/* The share of the store the tree promises tenant (0-based) or group
+ * (0-based) at at_ns, if every tenant running then is backlogged: the
+ * tenants between their start_ns and stop_ns, with the reweights up to
+ * at_ns applied (sc->flat: every tenant at the root). The expectations of
+ * H1..H6, from the weights alone. */
+double sim_tree_share(const struct sim_scenario *sc, uint64_t at_ns, int tenant);
+double sim_tree_group_share(const struct sim_scenario *sc, uint64_t at_ns, int group);
+/* Whether a tenant or group placed in group (as sim_tenant.group) is
+ * beneath sc->g[k], at any depth; false for a group out of range. */
+bool sim_in_group(const struct sim_scenario *sc, int group, uint32_t k);
 
 /* Parameter sets compared in the table. */
 void sim_params_bfq(struct sched_params *p);

@@ -1,6 +1,6 @@
 /* fusesched-sim: the scenario table for people (bfq vs fifo vs bfq without
- * injection / idling), and --bench-scale, the per-request cost at 10, 1000
- * and 10000 tenants. */
+ * injection / idling; for H1..H6 also bfq with every tenant at the root),
+ * and --bench-scale, the per-request cost at 10, 1000 and 10000 tenants. */
 #include "sim.h"
 #include "fusesched/clock.h"
 
@@ -25,8 +25,12 @@ static const struct policy policies[] = {
 	{ "bfq-noaway", sim_params_bfq_noaway },
 };
 
+#define NPOLICIES (sizeof(policies) / sizeof(policies[0]))
+
+/* P_FLAT, the bit after the policies': bfq, the groups left out
+ * (sim_scenario.flat). */
 enum { P_BFQ = 1 << 0, P_FIFO = 1 << 1, P_NOINJ = 1 << 2, P_NOIDLE = 1 << 3, P_FIXED = 1 << 4,
-       P_NOHOLD = 1 << 5, P_NOAWAY = 1 << 6 };
+       P_NOHOLD = 1 << 5, P_NOAWAY = 1 << 6, P_FLAT = 1 << NPOLICIES };
 
 static void print_result(const struct sim_scenario *sc, const char *policy, const struct sim_result *r)
 {
@@ -60,8 +64,137 @@ static void print_result(const struct sim_scenario *sc, const char *policy, cons
 	printf("  %-13s %-16s %4s %10.2f\n", policy, "total", "", r->total_mb_per_s);
 }
 
+/* ---- H1..H6: rows in tree order, groups summed over their subtrees ---- */
+
+struct span {
+	double mb, share;
+	uint64_t p50, p99, max, idle, inj;
+};
+
+static void span_add(struct span *a, const struct sim_tenant_result *t)
+{
+	a->mb += t->mb_per_s;
+	a->share += t->share;
+	a->idle += t->st.idle_windows;
+	for (int x = 0; x < SCHED_INJECT_NR; x++)
+		a->inj += t->st.injected_ops[x];
+	a->p50 = t->lat_p50_ns > a->p50 ? t->lat_p50_ns : a->p50;
+	a->p99 = t->lat_p99_ns > a->p99 ? t->lat_p99_ns : a->p99;
+	a->max = t->lat_max_ns > a->max ? t->lat_max_ns : a->max;
+}
+
+/* "promise": the share the tree gives it if everyone is backlogged, at the
+ * end of the warm-up (scenarios whose promise changes have windows). */
+static void span_print(const char *policy, int indent, const char *name, uint32_t wt,
+		       const struct span *a, double promise)
+{
+	char label[64];
+	snprintf(label, sizeof(label), "%*s%s", 2 * indent, "", name);
+	printf("  %-13s %-20s %4u %10.2f %6.1f%% %6.1f%% %9.0f %9.0f %9.0f %7lu %7lu\n", policy,
+	       label, wt, a->mb, a->share * 100, promise * 100, a->p50 / 1e3, a->p99 / 1e3,
+	       a->max / 1e3, (unsigned long)a->idle, (unsigned long)a->inj);
+}
+
+/* The children of parent (as sim_tenant.group): its tenants, runs of
+ * identical names summed, then its groups with their subtrees. */
+static void print_children(const struct sim_scenario *sc, const char *policy,
+			   const struct sim_result *r, int parent, int indent)
+{
+	uint64_t at = sc->warmup_ns;
+	for (uint32_t i = 0; i < r->ntenants;) {
+		if (sc->t[i].group != parent) {
+			i++;
+			continue;
+		}
+		uint32_t j = i + 1;
+		while (j < r->ntenants && sc->t[j].group == parent &&
+		       !strcmp(sc->t[j].name, sc->t[i].name))
+			j++;
+		struct span a = { 0 };
+		double promise = 0;
+		for (uint32_t k = i; k < j; k++) {
+			span_add(&a, &r->t[k]);
+			promise += sim_tree_share(sc, at, (int)k);
+		}
+		char name[48];
+		if (j - i > 1)
+			snprintf(name, sizeof(name), "%s x%u", sc->t[i].name, j - i);
+		else
+			snprintf(name, sizeof(name), "%s", sc->t[i].name);
+		span_print(policy, indent, name, sc->t[i].weight, &a, promise);
+		i = j;
+	}
+	for (uint32_t k = 0; k < sc->ngroups; k++) {
+		if (sc->g[k].parent != parent)
+			continue;
+		struct span a = { 0 };
+		for (uint32_t i = 0; i < r->ntenants; i++)
+			if (sim_in_group(sc, sc->t[i].group, k))
+				span_add(&a, &r->t[i]);
+		char name[48];
+		snprintf(name, sizeof(name), "%s/", sc->g[k].name);
+		span_print(policy, indent, name, sc->g[k].weight, &a,
+			   sim_tree_group_share(sc, at, (int)k));
+		print_children(sc, policy, r, (int)k + 1, indent + 1);
+	}
+}
+
+/* Each window: the groups' and the root tenants' shares, promise in (). */
+static void print_windows(const struct sim_scenario *sc, const char *policy,
+			  const struct sim_result *r)
+{
+	for (uint32_t w = 0; w < r->nwindows; w++) {
+		const struct sim_window_result *wr = &r->w[w];
+		uint64_t at = sc->w[w].from_ns;
+		printf("  %-13s %4lu-%lu ms:", policy, (unsigned long)(sc->w[w].from_ns / 1000000),
+		       (unsigned long)(sc->w[w].to_ns / 1000000));
+		for (uint32_t k = 0; k < sc->ngroups; k++)
+			printf(" %s/ %.1f%% (%.1f)", sc->g[k].name, wr->g_share[k] * 100,
+			       sim_tree_group_share(sc, at, (int)k) * 100);
+		for (uint32_t i = 0; i < r->ntenants; i++)
+			if (!sc->t[i].group)
+				printf(" %s %.1f%% (%.1f)", sc->t[i].name, wr->t_share[i] * 100,
+				       sim_tree_share(sc, at, (int)i) * 100);
+		printf(", total %.2f MB/s\n", wr->total_mb_per_s);
+	}
+}
+
+static void print_tree(const struct sim_scenario *sc, const char *policy, const struct sim_result *r)
+{
+	print_children(sc, policy, r, 0, 0);
+	printf("  %-13s %-20s %4s %10.2f\n", policy, "total", "", r->total_mb_per_s);
+	print_windows(sc, policy, r);
+}
+
+static int run_tree_table(const struct sim_scenario *sc, unsigned which)
+{
+	printf("\n%s: %s (%u slots, max_inflight %u, %.1f s)\n", sc->name, sc->about, sc->dev.slots,
+	       sc->max_inflight, (double)sc->duration_ns / 1e9);
+	printf("  %-13s %-20s %4s %10s %7s %7s %9s %9s %9s %7s %7s\n", "policy", "tenant", "wt",
+	       "MB/s", "share", "promise", "p50 us", "p99 us", "max us", "idled", "inject");
+	for (size_t i = 0; i <= NPOLICIES; i++) {
+		bool flat = i == NPOLICIES;
+		if (!(which & (1u << i)))
+			continue;
+		struct sim_scenario run_sc = *sc;
+		struct sched_params p;
+		struct sim_result r;
+		run_sc.flat = flat;
+		(flat ? sim_params_bfq : policies[i].set)(&p);
+		int err = sim_run(&run_sc, &p, &r);
+		if (err) {
+			fprintf(stderr, "fusesched-sim: %s: %s\n", sc->name, strerror(-err));
+			return 1;
+		}
+		print_tree(&run_sc, flat ? "bfq-flat" : policies[i].name, &r);
+	}
+	return 0;
+}
+
 static int run_table(const struct sim_scenario *sc, unsigned which)
 {
+	if (sc->ngroups)
+		return run_tree_table(sc, which);
 	printf("\n%s: %s (%u slots, max_inflight %u, %.1f s)\n", sc->name, sc->about, sc->dev.slots,
 	       sc->max_inflight, (double)sc->duration_ns / 1e9);
 	printf("  %-13s %-16s %4s %10s %7s %9s %9s %9s %7s %7s\n", "policy", "tenant", "wt", "MB/s",
@@ -128,6 +261,26 @@ static int table(void)
 	rc |= run_table(&sc, P_BFQ | P_FIFO | P_NOINJ | P_NOIDLE);
 	sim_scenario_s5_sync_reader(&sc, 16, false);
 	rc |= run_solo(&sc, sim_params_bfq);
+	sim_scenario_h1_pods(&sc);
+	rc |= run_table(&sc, P_BFQ | P_FIFO | P_FLAT);
+	sim_scenario_h1_pods_fuse(&sc);
+	rc |= run_table(&sc, P_BFQ | P_FIFO | P_FLAT | P_NOHOLD | P_NOAWAY);
+	sim_scenario_h2_equal_pods(&sc);
+	rc |= run_table(&sc, P_BFQ | P_FIFO | P_FLAT);
+	sim_scenario_h2_equal_pods_fuse(&sc);
+	rc |= run_table(&sc, P_BFQ | P_FIFO | P_FLAT);
+	sim_scenario_h3_delegated(&sc);
+	rc |= run_table(&sc, P_BFQ | P_FIFO | P_FLAT);
+	sim_scenario_h4_nested(&sc);
+	rc |= run_table(&sc, P_BFQ | P_FIFO | P_FLAT);
+	sim_scenario_h5_sync_reader(&sc, 1, true);
+	rc |= run_table(&sc, P_BFQ | P_FIFO | P_FLAT | P_NOIDLE);
+	sim_scenario_h5_sync_reader(&sc, 16, true);
+	rc |= run_table(&sc, P_BFQ | P_FIFO | P_FLAT | P_NOINJ);
+	sim_scenario_h5_journal(&sc);
+	rc |= run_table(&sc, P_BFQ | P_FIFO | P_FLAT | P_NOINJ);
+	sim_scenario_h6_reweight(&sc);
+	rc |= run_table(&sc, P_BFQ | P_FIFO | P_FLAT);
 	return rc;
 }
 
@@ -220,6 +373,11 @@ int main(int argc, char **argv)
 	       "latency from enqueue to completion; idled: idle windows granted to the tenant;\n"
 	       "inject: its requests let in while another was in service. Rows of identical\n"
 	       "tenants are summed (MB/s, share, counts) or maxed (latencies). 'alone': the\n"
-	       "first tenant by itself, the reference of S2, S3 and S5.\n");
+	       "first tenant by itself, the reference of S2, S3 and S5.\n"
+	       "H1..H6: tenants in groups (name/), indented beneath them; a group's row sums\n"
+	       "its subtree. promise: the share the tree gives it if everyone is backlogged\n"
+	       "(as the warm-up ends).\n"
+	       "bfq-flat: every tenant at the root with its own weight (the contrast).\n"
+	       "Windows (from-to ms): shares within that phase, the promise in ().\n");
 	return table();
 }

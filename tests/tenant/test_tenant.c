@@ -164,6 +164,48 @@ START_TEST(glob_rules_first_match_wins)
 }
 END_TEST
 
+START_TEST(glob_double_star)
+{
+	struct config *cfg = config_from(
+		"[group \"/kubepods.slice/**/kubepods-burstable-pod*.slice\"]\nweight = 1\n"
+		"[group \"/user.slice/**\"]\nweight = 2\n"
+		"[group \"/**/leaf\"]\nweight = 3\n"
+		"[group \"/a/**/b/**/c\"]\nweight = 4\n"
+		"[group \"/**\"]\nweight = 5\n");
+	const struct config_group_rule *r = cfg->groups;
+	size_t n = cfg->group_count;
+
+	/* inner: zero, one or more components */
+	ck_assert_int_eq(tenant_match_rule(r, n, "/kubepods.slice/kubepods-burstable-podX.slice"), 0);
+	ck_assert_int_eq(tenant_match_rule(r, n, "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234.slice"), 0);
+	ck_assert_int_eq(tenant_match_rule(r, n, "/kubepods.slice/x/y/kubepods-burstable-pod1.slice"), 0);
+	/* the component after it still matches one component, no more */
+	ck_assert_int_eq(tenant_match_rule(r, 1, "/kubepods.slice/kubepods-burstable-pod1.slice/ctr.scope"), -1);
+	ck_assert_int_eq(tenant_match_rule(r, 1, "/kubepods.slice"), -1);
+	ck_assert_int_eq(tenant_match_rule(r, 1, "/kubepods.slicex/kubepods-burstable-pod1.slice"), -1);
+	/* trailing: every cgroup below, not the cgroup itself */
+	ck_assert_int_eq(tenant_match_rule(r, n, "/user.slice/user-1000.slice"), 1);
+	ck_assert_int_eq(tenant_match_rule(r, n, "/user.slice/user-1000.slice/session-1.scope"), 1);
+	ck_assert_int_eq(tenant_match_rule(r, 2, "/user.slice"), -1);
+	ck_assert_int_eq(tenant_match_rule(r, 2, "/user.slices/x"), -1);
+	/* leading: at any depth, the top level included */
+	ck_assert_int_eq(tenant_match_rule(r, 3, "/leaf"), 2);
+	ck_assert_int_eq(tenant_match_rule(r, 3, "/x/y/leaf"), 2);
+	ck_assert_int_eq(tenant_match_rule(r, 3, "/x/leafy"), -1);
+	ck_assert_int_eq(tenant_match_rule(r, 3, "/x/leaf/y"), -1);
+	/* two of them: the matcher backtracks */
+	ck_assert_int_eq(tenant_match_rule(r, 4, "/a/b/c"), 3);
+	ck_assert_int_eq(tenant_match_rule(r, 4, "/a/x/b/y/z/c"), 3);
+	ck_assert_int_eq(tenant_match_rule(r, 4, "/a/b/b/c/c"), 3);
+	ck_assert_int_eq(tenant_match_rule(r, 4, "/a/b/c/d"), -1);
+	ck_assert_int_eq(tenant_match_rule(r, 4, "/a/c"), -1);
+	/* alone it matches every cgroup but the root */
+	ck_assert_int_eq(tenant_match_rule(r, n, "/z"), 4);
+	ck_assert_int_eq(tenant_match_rule(r, n, "/"), -1);
+	config_free(cfg);
+}
+END_TEST
+
 START_TEST(weight_file_formats)
 {
 	ck_assert_int_eq(tenant_parse_weight_file(TENANT_WEIGHT_IO_BFQ, "default 300\n8:0 200\n"), 300);
@@ -698,6 +740,294 @@ START_TEST(table_evicts_lru_when_nearly_full)
 }
 END_TEST
 
+/* ---- the scheduling tree ------------------------------------------------- */
+
+static const char *parent_path(struct fixture *f, uint32_t id)
+{
+	return path_of(f, tenant_parent(f->table, id));
+}
+
+START_TEST(table_parent_chains)
+{
+	struct fixture f;
+	struct tenant_info info;
+	uint32_t c1, pod, ctr, kpod, kube, other;
+	int pid = 20000;
+
+	fixture_open(&f, "[group \"/pod1\"]\nweight = 300\n"
+			 "[group \"/kubepods.slice\"]\nweight = 600\n"
+			 "[group \"/kubepods.slice/**/kubepods-*-pod*.slice\"]\nweight = 50\n",
+		     0, 0);
+	/* a rule's cgroup is the level its children divide */
+	c1 = resolve_in(&f, pid++, "/pod1/c1", 0);
+	pod = tenant_parent(f.table, c1);
+	ck_assert_uint_ne(pod, TENANT_ID_NONE);
+	ck_assert_int_eq(tenant_get_info(f.table, pod, &info), 0);
+	ck_assert_str_eq(info.path, "/pod1");
+	ck_assert_uint_eq(info.weight, 300);
+	ck_assert_int_eq(info.weight_source, TENANT_WEIGHT_FROM_RULE);
+	ck_assert_uint_eq(info.parent, TENANT_ID_NONE);
+	ck_assert_uint_eq(tenant_weight(f.table, c1), 100);
+	ck_assert_uint_eq(tenant_parent(f.table,
+					resolve_in(&f, pid++, "/pod1/c2", 0)), pod);
+	/* an unconfigured cgroup between them is transparent */
+	ck_assert_uint_eq(tenant_parent(f.table,
+					resolve_in(&f, pid++, "/pod1/mid/c3", 0)), pod);
+	/* a process in the level itself is the level's tenant */
+	ck_assert_uint_eq(resolve_in(&f, pid++, "/pod1", 0), pod);
+
+	/* container -> pod -> /kubepods.slice, past an unruled slice */
+	ctr = resolve_in(&f, pid++, "/kubepods.slice/kubepods-burstable.slice/"
+			 "kubepods-burstable-pod1.slice/cri-containerd-1.scope", 0);
+	ck_assert_int_eq(tenant_get_info(f.table, ctr, &info), 0);
+	kpod = info.parent;
+	ck_assert_str_eq(path_of(&f, kpod), "/kubepods.slice/kubepods-burstable.slice/"
+			 "kubepods-burstable-pod1.slice");
+	ck_assert_uint_eq(tenant_weight(f.table, kpod), 50);
+	kube = tenant_parent(f.table, kpod);
+	ck_assert_str_eq(path_of(&f, kube), "/kubepods.slice");
+	ck_assert_uint_eq(tenant_weight(f.table, kube), 600);
+	ck_assert_uint_eq(tenant_parent(f.table, kube), TENANT_ID_NONE);
+
+	/* no level above: the top */
+	other = resolve_in(&f, pid++, "/other/x", 0);
+	ck_assert_uint_eq(tenant_parent(f.table, other), TENANT_ID_NONE);
+	ck_assert_uint_eq(tenant_parent(f.table, TENANT_ID_DEFAULT), TENANT_ID_NONE);
+	ck_assert_uint_eq(tenant_parent(f.table, 4095), TENANT_ID_NONE);
+	ck_assert_uint_eq(tenant_parent(f.table, 1u << 30), TENANT_ID_NONE);
+	fixture_close(&f);
+}
+END_TEST
+
+START_TEST(table_weight_file_levels)
+{
+	struct fixture f;
+	struct config *cfg;
+	struct tenant_info info;
+	uint32_t c, flat;
+	uint64_t epoch;
+
+	fixture_open(&f, "", 0, 0);
+	fake_tree_write(f.cg, "v2/lvl/io.bfq.weight", "default 500\n");
+	fake_tree_write(f.cg, "v2/flat/io.weight", "default 100\n");
+	c = resolve_in(&f, 20000, "/lvl/c", 0);
+	ck_assert_int_eq(tenant_get_info(f.table, tenant_parent(f.table, c), &info), 0);
+	ck_assert_str_eq(info.path, "/lvl");
+	ck_assert_uint_eq(info.weight, 500);
+	ck_assert_int_eq(info.weight_source, TENANT_WEIGHT_FROM_CGROUP);
+	/* the kernel's default is no setting: not a level */
+	flat = resolve_in(&f, 20001, "/flat/c", 0);
+	ck_assert_uint_eq(tenant_parent(f.table, flat), TENANT_ID_NONE);
+
+	/* without honor_cgroup_weights weight files make no levels */
+	epoch = tenant_table_weights_epoch(f.table);
+	cfg = config_from("[scheduler]\nhonor_cgroup_weights = no\n");
+	ck_assert_int_eq(tenant_table_apply_config(f.table, cfg), 0);
+	config_free(cfg);
+	ck_assert_uint_eq(tenant_parent(f.table, c), TENANT_ID_NONE);
+	ck_assert_uint_gt(tenant_table_weights_epoch(f.table), epoch);
+	fixture_close(&f);
+}
+END_TEST
+
+/* Retires at NOW_NS; true if ID was among the retired. */
+static bool retires(struct fixture *f, uint64_t now_ns, uint32_t id)
+{
+	uint32_t ids[64];
+	size_t n = tenant_table_retire(f->table, now_ns, ids, 64);
+
+	for (size_t i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+START_TEST(table_parent_outlives_children)
+{
+	struct fixture f;
+	uint32_t c1, pod;
+	bool gone = false;
+
+	/* neither cgroup directory exists: both are gone */
+	fixture_open(&f, "[tenants]\nretire_idle_ms = 1000\n"
+			 "[group \"/pod1\"]\nweight = 300\n", 0, 0);
+	c1 = resolve_in(&f, 20000, "/pod1/c1", 0);
+	pod = tenant_parent(f.table, c1);
+	ck_assert_str_eq(path_of(&f, pod), "/pod1");
+	tenant_hold(f.table, c1);	/* an open file */
+	for (uint64_t s = 2; s <= 5; s++)
+		ck_assert(!retires(&f, s * 1000 * MS, pod));
+	ck_assert_str_eq(path_of(&f, pod), "/pod1");
+	ck_assert_str_eq(path_of(&f, c1), "/pod1/c1");
+
+	/* the child goes first, in two passes; then the parent */
+	tenant_release(f.table, c1);
+	ck_assert(!retires(&f, 6000 * MS, c1));
+	ck_assert(retires(&f, 7000 * MS, c1));
+	ck_assert_str_eq(path_of(&f, pod), "/pod1");
+	ck_assert_uint_eq(tenant_parent(f.table, c1), TENANT_ID_NONE);
+	for (uint64_t s = 8; s <= 9; s++)
+		gone |= retires(&f, s * 1000 * MS, pod);
+	ck_assert(gone);
+	ck_assert_str_eq(path_of(&f, pod), "(none)");
+	fixture_close(&f);
+}
+END_TEST
+
+static void apply(struct fixture *f, const char *text)
+{
+	struct config *cfg = config_from(text);
+
+	ck_assert_int_eq(tenant_table_apply_config(f->table, cfg), 0);
+	config_free(cfg);
+}
+
+START_TEST(table_reload_changes_parents)
+{
+	static const char pod_rule[] = "[tenants]\nretire_idle_ms = 1000\n"
+				       "[group \"/pod1\"]\nweight = 300\n";
+	struct fixture f;
+	uint32_t c, pod, mid;
+	uint64_t epoch;
+
+	fixture_open(&f, "[tenants]\nretire_idle_ms = 1000\n", 0, 0);
+	c = resolve_in(&f, 20000, "/pod1/mid/c", 0);
+	tenant_hold(f.table, c);	/* kept while its cgroup is gone */
+	ck_assert_uint_eq(tenant_parent(f.table, c), TENANT_ID_NONE);
+
+	/* a rule adds a level: its tenant is made, and the epoch moves */
+	epoch = tenant_table_weights_epoch(f.table);
+	apply(&f, pod_rule);
+	pod = tenant_parent(f.table, c);
+	ck_assert_str_eq(path_of(&f, pod), "/pod1");
+	ck_assert_uint_eq(tenant_weight(f.table, pod), 300);
+	ck_assert_uint_gt(tenant_table_weights_epoch(f.table), epoch);
+	epoch = tenant_table_weights_epoch(f.table);
+	apply(&f, pod_rule);
+	ck_assert_uint_eq(tenant_table_weights_epoch(f.table), epoch);
+	ck_assert(!retires(&f, 2000 * MS, pod));
+	ck_assert(!retires(&f, 3000 * MS, pod));
+
+	/* a level between them: the child moves under it, it under the pod */
+	apply(&f, "[tenants]\nretire_idle_ms = 1000\n"
+		  "[group \"/pod1\"]\nweight = 300\n"
+		  "[group \"/pod1/mid\"]\nweight = 20\n");
+	mid = tenant_parent(f.table, c);
+	ck_assert_str_eq(path_of(&f, mid), "/pod1/mid");
+	ck_assert_uint_eq(tenant_parent(f.table, mid), pod);
+	ck_assert_uint_gt(tenant_table_weights_epoch(f.table), epoch);
+	epoch = tenant_table_weights_epoch(f.table);
+
+	/* no rules: the child is at the top again, and the levels, held by
+	 * nobody now, retire */
+	apply(&f, "[tenants]\nretire_idle_ms = 1000\n");
+	ck_assert_uint_eq(tenant_parent(f.table, c), TENANT_ID_NONE);
+	ck_assert_uint_eq(tenant_parent(f.table, mid), TENANT_ID_NONE);
+	ck_assert_uint_gt(tenant_table_weights_epoch(f.table), epoch);
+	ck_assert(!retires(&f, 4000 * MS, mid));
+	ck_assert(retires(&f, 5000 * MS, mid));
+	ck_assert_str_eq(path_of(&f, pod), "(none)");
+	ck_assert_str_eq(path_of(&f, c), "/pod1/mid/c");
+	tenant_release(f.table, c);
+	fixture_close(&f);
+}
+END_TEST
+
+START_TEST(table_account_subtree)
+{
+	struct fixture f;
+	struct tenant_info info;
+	uint32_t pod1, inner;
+	int pid = 20000;
+
+	fixture_open(&f, "[group \"/pod1\"]\nweight = 300\naccount = subtree\n"
+			 "[group \"/pod1/c1\"]\nweight = 50\naccount = subtree\n"
+			 "[group \"/pod2/c1\"]\nweight = 70\naccount = subtree\n"
+			 "[group \"/pod2\"]\nweight = 200\n", 0, 0);
+	/* the outermost subtree rule wins */
+	pod1 = resolve_in(&f, pid++, "/pod1/c1/x", 0);
+	ck_assert_int_eq(tenant_get_info(f.table, pod1, &info), 0);
+	ck_assert_str_eq(info.path, "/pod1");
+	ck_assert_uint_eq(info.weight, 300);
+	ck_assert_uint_eq(info.parent, TENANT_ID_NONE);
+	ck_assert_uint_eq(resolve_in(&f, pid++, "/pod1", 0), pod1);
+	ck_assert_uint_eq(resolve_in(&f, pid++, "/pod1/c2/y/z", 0), pod1);
+
+	/* an inner one folds its own subtree, below its level */
+	inner = resolve_in(&f, pid++, "/pod2/c1/x/y", 0);
+	ck_assert_str_eq(path_of(&f, inner), "/pod2/c1");
+	ck_assert_uint_eq(tenant_weight(f.table, inner), 70);
+	ck_assert_str_eq(parent_path(&f, inner), "/pod2");
+	ck_assert_str_eq(path_of(&f, resolve_in(&f, pid++, "/pod2/c2/x", 0)),
+			 "/pod2/c2/x");
+	fixture_close(&f);
+}
+END_TEST
+
+START_TEST(table_reload_folds_a_subtree)
+{
+	struct fixture f;
+	uint32_t c1, pod;
+
+	fixture_open(&f, "[tenants]\nretire_idle_ms = 1000\n", 0, 0);
+	fake_tree_write(f.cg, "v2/pod3/c1/cgroup.procs", "");
+	c1 = resolve_in(&f, 20000, "/pod3/c1", 0);
+	ck_assert_str_eq(path_of(&f, c1), "/pod3/c1");
+
+	/* cached pids are re-resolved at once, and the folded tenant retires
+	 * though its cgroup is still there */
+	apply(&f, "[tenants]\nretire_idle_ms = 1000\n"
+		  "[group \"/pod3\"]\nweight = 300\naccount = subtree\n");
+	pod = tenant_resolve(f.table, 20000, 1 * MS);
+	ck_assert_str_eq(path_of(&f, pod), "/pod3");
+	ck_assert_uint_eq(tenant_parent(f.table, c1), pod);
+	ck_assert(!retires(&f, 2000 * MS, c1));
+	ck_assert(retires(&f, 3000 * MS, c1));
+	ck_assert(!retires(&f, 4000 * MS, pod));
+	ck_assert_str_eq(path_of(&f, pod), "/pod3");
+	fixture_close(&f);
+}
+END_TEST
+
+/* max_tenants 64: 63 ids, a reserve of 4. */
+START_TEST(table_only_rule_levels_take_the_reserve)
+{
+	struct fixture f;
+	struct tenant_stats st;
+	char path[64];
+	uint32_t c, lvl;
+	int pid = 20000;
+
+	fixture_open(&f, "", 64, 0);
+	fake_tree_write(f.cg, "v2/lvl/io.bfq.weight", "default 400\n");
+	for (int i = 0; i < 63 - 4; i++) {
+		snprintf(path, sizeof(path), "/t%d", i);
+		ck_assert_str_eq(path_of(&f, resolve_in(&f, pid++, path, 0)), path);
+	}
+	/* only the reserve is left: neither the child nor its level by
+	 * weight file (which anyone with the subtree could write) takes it */
+	c = resolve_in(&f, pid++, "/lvl/c", 0);
+	ck_assert_uint_eq(c, TENANT_ID_DEFAULT);
+	tenant_table_get_stats(f.table, &st);
+	ck_assert_uint_eq(st.table_full, 1);
+	fixture_close(&f);
+
+	/* one id above the reserve: the child takes it, the level a reserved one */
+	fixture_open(&f, "[group \"/pod\"]\nweight = 300\n", 64, 0);
+	for (int i = 0; i < 63 - 5; i++) {
+		snprintf(path, sizeof(path), "/t%d", i);
+		resolve_in(&f, pid++, path, 0);
+	}
+	c = resolve_in(&f, pid++, "/pod/c", 0);
+	ck_assert_str_eq(path_of(&f, c), "/pod/c");
+	lvl = tenant_parent(f.table, c);
+	ck_assert_str_eq(path_of(&f, lvl), "/pod");
+	tenant_table_get_stats(f.table, &st);
+	ck_assert_uint_eq(st.live_tenants, 1 + 58 + 2);
+	fixture_close(&f);
+}
+END_TEST
+
 struct race_arg {
 	struct fixture *f;
 	uint32_t even, odd;
@@ -753,6 +1083,7 @@ static Suite *tenant_suite(void)
 	tcase_add_test(pure, proc_cgroup_edge_cases);
 	tcase_add_test(pure, mountinfo_fixtures);
 	tcase_add_test(pure, glob_rules_first_match_wins);
+	tcase_add_test(pure, glob_double_star);
 	tcase_add_test(pure, weight_file_formats);
 	tcase_add_test(pure, weight_resolution_order);
 	tcase_add_test(table, table_ttl_and_move);
@@ -764,6 +1095,13 @@ static Suite *tenant_suite(void)
 	tcase_add_test(table, table_reserve_for_rules);
 	tcase_add_test(table, table_evicts_lru_when_nearly_full);
 	tcase_add_test(table, table_concurrent_hits);
+	tcase_add_test(table, table_parent_chains);
+	tcase_add_test(table, table_weight_file_levels);
+	tcase_add_test(table, table_parent_outlives_children);
+	tcase_add_test(table, table_reload_changes_parents);
+	tcase_add_test(table, table_account_subtree);
+	tcase_add_test(table, table_reload_folds_a_subtree);
+	tcase_add_test(table, table_only_rule_levels_take_the_reserve);
 	tcase_set_timeout(table, 60);
 	suite_add_tcase(s, pure);
 	suite_add_tcase(s, table);
