@@ -228,8 +228,15 @@ struct sched_req *sched_bfq_take(struct sched *s, struct sched_queue *q, int kin
 	sched_sync_list_update(s, q);
 	queue_charge(s, q, r->charge_bytes);
 	if (!q->pending) {
-		if (q != s->in_service)
-			sched_wf2q_remove(&s->wq, &q->ent);	/* still counted: in flight */
+		if (q != s->in_service) {
+			/* Still counted: in flight. Served outside a slice of its
+			 * own, it was charged for what it used (queue_charge moved
+			 * its start); the budget its finish reserved for a slice it
+			 * never had is not its debt, or each such visit would cost
+			 * a whole budget of virtual time. */
+			sched_wf2q_remove(&s->wq, &q->ent);
+			q->ent.finish_vt = q->ent.start_vt;
+		}
 		else if (queue_deep(q) && q->last_sync)
 			s->slice.state = SLICE_HOLDING;
 		else if (!sched_idle_worthy(s, q))

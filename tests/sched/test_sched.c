@@ -722,7 +722,11 @@ START_TEST(deep_tenant_away_keeps_place)
 	bool a_first;
 	const uint64_t slice = 256 * 1024;	/* the budget here */
 	away_run(20000 * US, 2000 * US, &early, &a_first, got);
-	ck_assert_msg(early <= slice, "ahead while away: %lu", (unsigned long)early);
+	/* Away, a still weighs in V, which so moves by half of b's service:
+	 * b may run one slice of its own ahead of V, so what a is owed back
+	 * (b's service beyond its half) is at most one slice, plus its part
+	 * of the first batch. */
+	ck_assert_msg(early / 2 <= slice + 4 * 4096, "ahead while away: %lu", (unsigned long)early);
 	ck_assert(a_first);
 	away_run(0, 2000 * US, &early, &a_first, got);
 	ck_assert_uint_eq(early, 500 * 4096);
