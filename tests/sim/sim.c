@@ -37,8 +37,8 @@ struct tstate {
 	uint64_t next_ok_ns;		/* rate limit */
 	uint64_t seq_offset;
 	struct lat_vec lat;
-	uint64_t ops, bytes;
-	uint64_t win_bytes[SIM_MAX_WINDOWS];
+	uint64_t ops, bytes, store_ns;
+	uint64_t win_bytes[SIM_MAX_WINDOWS], win_store_ns[SIM_MAX_WINDOWS];
 	uint64_t stall_until_ns[SIM_MAX_THREADS];	/* caller thread descheduled until */
 };
 
@@ -162,8 +162,8 @@ static void dev_start(struct sim *m, struct sim_req *r)
 	enum sim_cost c = req_cost(&r->sr, m->sc->t[r->tenant].dsync);
 	uint64_t ns = d->base_ns[c] + r->sr.bytes * d->ps_per_byte[c] / 1000;
 	m->dev_busy++;
-	ev_push(m, (struct ev){ .at_ns = m->now_ns + jitter(m, ns, d->jitter_pct),
-				.type = EV_DONE, .r = r });
+	r->svc_ns = jitter(m, ns, d->jitter_pct);
+	ev_push(m, (struct ev){ .at_ns = m->now_ns + r->svc_ns, .type = EV_DONE, .r = r });
 }
 
 static void dev_submit(struct sim *m, struct sim_req *r)
@@ -310,11 +310,14 @@ static void reap_one(struct sim *m, struct sim_req *r)
 	if (m->now_ns >= sc->warmup_ns) {
 		ts->ops++;
 		ts->bytes += r->sr.bytes;
+		ts->store_ns += r->svc_ns;
 		lat_add(m, &ts->lat, m->now_ns - r->sr.enqueue_ns);
 	}
 	for (uint32_t w = 0; w < sc->nwindows; w++)
-		if (m->now_ns >= sc->w[w].from_ns && m->now_ns < sc->w[w].to_ns)
+		if (m->now_ns >= sc->w[w].from_ns && m->now_ns < sc->w[w].to_ns) {
 			ts->win_bytes[w] += r->sr.bytes;
+			ts->win_store_ns[w] += r->svc_ns;
+		}
 	if (r->waiter_tenant >= 0)
 		follow_up(m, sc->t[r->waiter_tenant].think_ns, (uint32_t)r->waiter_tenant,
 			  r->waiter_job, -1, 0);
@@ -417,6 +420,8 @@ static void window_fill(const struct sim *m, uint32_t w, struct sim_window_resul
 	for (uint32_t i = 0; i < sc->ntenants; i++) {
 		wr->t_bytes[i] = m->ts[i].win_bytes[w];
 		wr->total_bytes += wr->t_bytes[i];
+		wr->t_store_ns[i] = m->ts[i].win_store_ns[w];
+		wr->total_store_ns += wr->t_store_ns[i];
 		for (uint32_t k = 0; k < sc->ngroups; k++)
 			if (sim_in_group(sc, sc->t[i].group, k))
 				wr->g_bytes[k] += wr->t_bytes[i];
@@ -436,14 +441,19 @@ static void results_fill(struct sim *m, struct sim_result *out)
 	uint64_t total = 0;
 	memset(out, 0, sizeof(*out));
 	out->ntenants = sc->ntenants;
-	for (uint32_t i = 0; i < sc->ntenants; i++)
+	uint64_t store_ns = 0;
+	for (uint32_t i = 0; i < sc->ntenants; i++) {
 		total += m->ts[i].bytes;
+		store_ns += m->ts[i].store_ns;
+	}
 	for (uint32_t i = 0; i < sc->ntenants; i++) {
 		struct tstate *ts = &m->ts[i];
 		struct sim_tenant_result *tr = &out->t[i];
-		qsort(ts->lat.v, ts->lat.n, sizeof(*ts->lat.v), cmp_u64);
+		if (ts->lat.n)	/* a starved tenant has none, and no array */
+			qsort(ts->lat.v, ts->lat.n, sizeof(*ts->lat.v), cmp_u64);
 		tr->ops = ts->ops;
 		tr->bytes = ts->bytes;
+		tr->store_ns = ts->store_ns;
 		tr->mb_per_s = (double)ts->bytes / 1e6 / secs;
 		tr->share = total ? (double)ts->bytes / (double)total : 0;
 		tr->lat_p50_ns = pct_of(&ts->lat, 50);
@@ -452,6 +462,7 @@ static void results_fill(struct sim *m, struct sim_result *out)
 		sched_queue_stats(ts->q, &tr->st);
 	}
 	out->total_mb_per_s = (double)total / 1e6 / secs;
+	out->store_busy = (double)store_ns / 1e9 / secs;
 	out->peak_rate = sched_peak_rate(m->s);
 	out->ngroups = sc->ngroups;
 	for (uint32_t k = 0; k < sc->ngroups; k++) {

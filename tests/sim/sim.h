@@ -8,6 +8,7 @@
 #include "fusesched/sched.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define SIM_MAX_TENANTS 32u
@@ -127,6 +128,7 @@ struct sim_scenario {
 
 struct sim_tenant_result {
 	uint64_t ops, bytes;
+	uint64_t store_ns;	/* the store's slot time its requests took */
 	double mb_per_s, share;
 	uint64_t lat_p50_ns, lat_p99_ns, lat_max_ns;
 	struct sched_queue_stats st;
@@ -141,6 +143,7 @@ struct sim_group_result {
 /* Bytes completed within one of sc->w, and their shares of its total. */
 struct sim_window_result {
 	uint64_t t_bytes[SIM_MAX_TENANTS], g_bytes[SIM_MAX_GROUPS], total_bytes;
+	uint64_t t_store_ns[SIM_MAX_TENANTS], total_store_ns;	/* slot time */
 	double t_share[SIM_MAX_TENANTS], g_share[SIM_MAX_GROUPS];
 	double total_mb_per_s;
 };
@@ -151,6 +154,9 @@ struct sim_result {
 	struct sim_group_result g[SIM_MAX_GROUPS];	/* as sc->g, 0-based */
 	struct sim_window_result w[SIM_MAX_WINDOWS];
 	double total_mb_per_s;
+	/* Slot time used per second, the slots the store kept busy on average:
+	 * work done, whichever tenants' requests it was. */
+	double store_busy;
 	uint64_t peak_rate;
 };
 
@@ -236,5 +242,108 @@ void sim_params_bfq_nohold(struct sched_params *p);
 void sim_params_bfq_noaway(struct sched_params *p);
 /* BFQ before think-time learning: a fixed window, no injection. */
 void sim_params_bfq_fixed_idle(struct sched_params *p);
+
+/* ---- the shape matrix (matrix.c, issue 23) ----
+ *
+ * sim_matrix_shape draws a workload shape from a seed, the same on every
+ * machine: 2..8 tenants, each a reader, direct writer, dsync writer,
+ * buffered (async) writer or, now and then, an fsync committer; weights
+ * 1..1000 and depths 1..64 log-uniform; requests of 4 KiB..1 MiB (powers of
+ * two), sequential or random; think time 0, a FUSE round trip (10-30 us)
+ * or up to 1 ms; some with caller threads that stall for a CPU; in a third
+ * of the shapes 1..3 pods (sometimes nested) holding most tenants; in front
+ * of the bare fast store (16 slots) or S4_fuse's loaded FUSE host (32
+ * slots, batched reaping). 1 s of warm-up, then SIM_MATRIX_WINDOWS windows
+ * of 1 s (sc->w).
+ *
+ * The properties (sim_matrix_check), rates in bytes per second, each
+ * window on its own (share, shallow) or over the measured run (total):
+ *   solo     a tenant's solo rate: it alone in the same shape, under fifo.
+ *   fair     the max-min fair division by weight of what bfq moved in the
+ *            window (sim_matrix_waterfill), every tenant wanting its solo
+ *            rate: level by level of the tree, a child gets the smaller of
+ *            its want (a group: its subtree's) and its weight's part of
+ *            what the children below the level leave, so what a tenant
+ *            cannot use goes to the others by weight. fsync committers move
+ *            no bytes and are left out.
+ *   backlogged  solo rate at least 1.25x its fair part: it could clearly
+ *            use more. Every other tenant (with bytes) is shallow.
+ *   share    a backlogged tenant gets its target within 10% (or two
+ *            requests, if more: a window holds whole requests, and a batch
+ *            reaped at its edge lands on one side). Its target: the same
+ *            division, but each shallow tenant wanting just what it got, so
+ *            the backlogged divide what the others left by weight. (A
+ *            shallow tenant's shortfall is no capacity anyone could have
+ *            used; the shallow rule judges it. A lone backlogged tenant is
+ *            owed what it got: the total rule judges waste.)
+ *   shallow  a shallow tenant gets at least 80% of its fair part (its solo
+ *            rate, or less if even that is more than its weight's part),
+ *            less two requests.
+ *   total    bfq keeps the store as busy as fifo: slot time used per
+ *            second at least 90% of fifo's. (Bytes would pit weights
+ *            against throughput wherever request sizes differ: a heavy
+ *            4 KiB reader next to a light 1 MiB one moves fewer bytes the
+ *            better its weight holds. The byte totals are kept too.) */
+#define SIM_MATRIX_WINDOWS 4u
+#define SIM_MATRIX_WINDOW_NS 1000000000ull
+#define SIM_MATRIX_WARMUP_NS 1000000000ull
+#define SIM_MATRIX_SOLO_NS 2500000000ull
+#define SIM_MATRIX_SOLO_WARMUP_NS 500000000ull
+#define SIM_MATRIX_BACKLOG_MARGIN 1.25
+#define SIM_MATRIX_SHARE_TOL 0.10
+#define SIM_MATRIX_SHALLOW_MIN 0.80
+#define SIM_MATRIX_TOTAL_MIN 0.90
+#define SIM_MATRIX_MAX_VIOLATIONS 80u
+
+enum sim_prop { SIM_PROP_SHARE, SIM_PROP_SHALLOW, SIM_PROP_TOTAL, SIM_PROP_NR };
+enum sim_class { SIM_CLASS_NONE, SIM_CLASS_BACKLOGGED, SIM_CLASS_SHALLOW };
+
+struct sim_violation {
+	enum sim_prop prop;
+	int tenant, window;	/* -1: the total, the whole run */
+	double got, want;	/* MB/s (total: slots busy) */
+	double off;		/* relative miss of the target, for the worst */
+	char why[160];
+};
+
+struct sim_matrix_tenant {
+	double solo_mb;
+	/* target: backlogged, the share rule's; shallow, its fair part */
+	double target_mb[SIM_MAX_WINDOWS], got_mb[SIM_MAX_WINDOWS];
+	enum sim_class cls[SIM_MAX_WINDOWS];
+};
+
+struct sim_matrix_outcome {
+	struct sim_result bfq, fifo;	/* bfq: the policy judged (its set) */
+	struct sim_matrix_tenant t[SIM_MAX_TENANTS];
+	double bfq_busy, fifo_busy, bfq_mb, fifo_mb;	/* total: slots busy, MB/s */
+	bool checked[SIM_PROP_NR];	/* the property applied somewhere */
+	bool failed[SIM_PROP_NR];
+	uint32_t nviol, worst;		/* worst: index into v, if nviol */
+	struct sim_violation v[SIM_MATRIX_MAX_VIOLATIONS];
+};
+
+void sim_matrix_shape(uint64_t seed, struct sim_scenario *sc);
+/* "fast|fuse [pK@W[/pP]...] | T...": per tenant its kind (Read, direct
+ * Write, Dsync write, Buffered write, Fsync), request size, ":depth",
+ * "@weight", "+tUS" think time (if not 10 us), "+sTHREADS/MSms/PERMILLE"
+ * stalls, "+seq", "/pK" its pod. */
+void sim_matrix_describe(const struct sim_scenario *sc, char *buf, size_t n);
+void sim_matrix_describe_tenant(const struct sim_scenario *sc, uint32_t i, char *buf, size_t n);
+/* target[i]: tenant i's part of amount (see "fair" above); demand[i] <= 0
+ * leaves tenant i out with target 0. */
+void sim_matrix_waterfill(const struct sim_scenario *sc, double amount, const double *demand,
+			  double *target);
+/* Tenant i of sc alone under fifo: MB/s. */
+int sim_matrix_solo(const struct sim_scenario *sc, uint32_t i, double *mb_per_s);
+/* The properties on a shape's runs, with the solo rates (MB/s, 0 for
+ * fsync committers): fills o's tenants, totals and violations. */
+void sim_matrix_check(const struct sim_scenario *sc, const double *solo_mb,
+		      const struct sim_result *bfq, const struct sim_result *fifo,
+		      struct sim_matrix_outcome *o);
+/* Solo runs, set's run (bfq: sim_params_bfq), fifo's, then the check. */
+int sim_matrix_run(const struct sim_scenario *sc, void (*set)(struct sched_params *p),
+		   struct sim_matrix_outcome *o);
+const char *sim_prop_name(enum sim_prop p);
 
 #endif

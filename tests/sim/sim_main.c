@@ -1,6 +1,7 @@
 /* fusesched-sim: the scenario table for people (bfq vs fifo vs bfq without
  * injection / idling; for H1..H6 also bfq with every tenant at the root),
- * and --bench-scale, the per-request cost at 10, 1000 and 10000 tenants. */
+ * --bench-scale, the per-request cost at 10, 1000 and 10000 tenants, and
+ * --matrix / --shape, the seeded shape matrix and its properties (sim.h). */
 #include "sim.h"
 #include "fusesched/clock.h"
 
@@ -351,8 +352,141 @@ out:
 	return err;
 }
 
+
+/* ---- the shape matrix ---- */
+
+static void shape_detail(const struct sim_scenario *sc, const struct sim_matrix_outcome *o)
+{
+	static const char cls[] = "-BS";
+	printf("  %-3s %-34s %9s", "t", "tenant", "solo");
+	for (uint32_t w = 0; w < sc->nwindows; w++)
+		printf("   win%u got/target", w);
+	printf(" %6s %20s %6s %7s %6s %6s %6s %5s %5s\n", "idled", "inj waker/sync/gen", "exh",
+	       "tmo/emp", "idle", "preemp", "budget", "think", "limit");
+	for (uint32_t i = 0; i < sc->ntenants; i++) {
+		const struct sim_matrix_tenant *t = &o->t[i];
+		const struct sched_queue_stats *st = &o->bfq.t[i].st;
+		char d[96];
+		sim_matrix_describe_tenant(sc, i, d, sizeof(d));
+		printf("  %-3u %-34s %9.2f", i, d, t->solo_mb);
+		for (uint32_t w = 0; w < sc->nwindows; w++)
+			printf(" %c %8.2f/%-8.2f", cls[t->cls[w]], t->got_mb[w], t->target_mb[w]);
+		char inj[48];
+		snprintf(inj, sizeof(inj), "%lu/%lu/%lu",
+			 (unsigned long)st->injected_ops[SCHED_INJECT_WAKER],
+			 (unsigned long)st->injected_ops[SCHED_INJECT_SYNC],
+			 (unsigned long)st->injected_ops[SCHED_INJECT_GENERAL]);
+		printf(" %6lu %20s %6lu %3lu/%-3lu %6lu %6lu %5luk %5lu %5u\n",
+		       (unsigned long)st->idle_windows, inj,
+		       (unsigned long)st->expirations[SCHED_EXPIRE_EXHAUSTED],
+		       (unsigned long)st->expirations[SCHED_EXPIRE_TIMEOUT],
+		       (unsigned long)st->expirations[SCHED_EXPIRE_EMPTIED],
+		       (unsigned long)st->expirations[SCHED_EXPIRE_TOO_IDLE],
+		       (unsigned long)st->expirations[SCHED_EXPIRE_PREEMPTED],
+		       (unsigned long)(st->budget_bytes >> 10), (unsigned long)(st->think_ns / 1000),
+		       st->inject_limit);
+	}
+	printf("  store busy %.2f slots (fifo %.2f), %.1f MB/s (fifo %.1f); fifo per tenant MB/s:",
+	       o->bfq_busy, o->fifo_busy, o->bfq_mb, o->fifo_mb);
+	for (uint32_t i = 0; i < sc->ntenants; i++)
+		printf(" %.2f", o->fifo.t[i].mb_per_s);
+	printf("\n");
+	for (uint32_t v = 0; v < o->nviol; v++)
+		printf("  %s\n", o->v[v].why);
+}
+
+/* One line per shape, then how many shapes kept each property. verbose:
+ * each shape's tenants, windows and violations too. pol: the policy judged
+ * (fifo too: what the properties ask beyond doing nothing). */
+static int matrix(uint64_t from, uint64_t n, bool verbose, const struct policy *pol)
+{
+	uint32_t pass_all = 0, applied[SIM_PROP_NR] = { 0 }, passed[SIM_PROP_NR] = { 0 };
+	uint32_t bytes_ok = 0;
+	static struct sim_matrix_outcome o;	/* big: results of three runs */
+	for (uint64_t seed = from; seed < from + n; seed++) {
+		struct sim_scenario sc;
+		char desc[1024];
+		sim_matrix_shape(seed, &sc);
+		sim_matrix_describe(&sc, desc, sizeof(desc));
+		int err = sim_matrix_run(&sc, pol->set, &o);
+		if (err) {
+			fprintf(stderr, "fusesched-sim: seed %lu: %s\n", (unsigned long)seed,
+				strerror(-err));
+			return 1;
+		}
+		bool ok = !o.nviol;
+		pass_all += ok;
+		bytes_ok += o.bfq_mb >= SIM_MATRIX_TOTAL_MIN * o.fifo_mb;
+		char props[SIM_PROP_NR + 1];
+		for (int p = 0; p < SIM_PROP_NR; p++) {
+			applied[p] += o.checked[p];
+			passed[p] += o.checked[p] && !o.failed[p];
+			props[p] = !o.checked[p] ? '-' : o.failed[p] ? 'x' : 'o';
+		}
+		props[SIM_PROP_NR] = 0;
+		printf("%6lu %s %s %s%s%s\n", (unsigned long)seed, ok ? "pass" : "FAIL", props, desc,
+		       ok ? "" : "  ## ", ok ? "" : o.v[o.worst].why);
+		if (verbose)
+			shape_detail(&sc, &o);
+		fflush(stdout);
+	}
+	printf("\n%s, %lu shapes from seed %lu: %u pass every property (%.0f%%)\n", pol->name,
+	       (unsigned long)n, (unsigned long)from, pass_all, 100.0 * pass_all / (double)n);
+	for (int p = 0; p < SIM_PROP_NR; p++)
+		printf("  %-8s applies to %3u shapes, holds in %3u (%.0f%%)\n",
+		       sim_prop_name((enum sim_prop)p), applied[p], passed[p],
+		       applied[p] ? 100.0 * passed[p] / applied[p] : 100.0);
+	printf("  (bytes total >= %.0f%% of fifo's in %u shapes; not a property, see sim.h)\n",
+	       SIM_MATRIX_TOTAL_MIN * 100, bytes_ok);
+	return 0;
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 0);
+	if (errno || end == s || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: fusesched-sim [--bench-scale | --matrix N [--from SEED] [-v] |"
+			" --shape SEED] [--policy NAME]\n");
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 2 && (!strcmp(argv[1], "--matrix") || !strcmp(argv[1], "--shape"))) {
+		bool shape = !strcmp(argv[1], "--shape"), verbose = shape;
+		uint64_t n = 1, from = 1;
+		const struct policy *pol = &policies[0];
+		if (argc < 3 || !parse_u64(argv[2], shape ? &from : &n) || !n)
+			return usage();
+		for (int i = 3; i < argc; i++) {
+			if (!shape && !strcmp(argv[i], "--from") && i + 1 < argc &&
+			    parse_u64(argv[i + 1], &from)) {
+				i++;
+			} else if (!strcmp(argv[i], "-v")) {
+				verbose = true;
+			} else if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
+				size_t k = 0;
+				while (k < NPOLICIES && strcmp(policies[k].name, argv[i + 1]))
+					k++;
+				if (k == NPOLICIES)
+					return usage();
+				pol = &policies[k];
+				i++;
+			} else {
+				return usage();
+			}
+		}
+		return matrix(from, n, verbose, pol);
+	}
 	if (argc == 2 && !strcmp(argv[1], "--bench-scale")) {
 		printf("scheduler cost, bfq defaults, max_inflight 32:\n");
 		static const uint32_t sizes[] = { 10, 1000, 10000 };
@@ -365,10 +499,8 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
-	if (argc != 1) {
-		fprintf(stderr, "usage: fusesched-sim [--bench-scale]\n");
-		return 2;
-	}
+	if (argc != 1)
+		return usage();
 	printf("fusesched-sim: throughput MB/s and share in the measured window (after 10%% warm-up);\n"
 	       "latency from enqueue to completion; idled: idle windows granted to the tenant;\n"
 	       "inject: its requests let in while another was in service. Rows of identical\n"
