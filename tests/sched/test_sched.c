@@ -316,10 +316,11 @@ START_TEST(remove_with_requests_in_flight)
 }
 END_TEST
 
-/* Runs n dispatch/complete cycles at depth 1 with both tenants backlogged,
- * refilling each, and counts what each got. */
-static void run_backlogged(struct sched *s, struct sched_queue **q, int nq, int n,
-			   uint64_t *now, uint64_t *got)
+/* Runs n dispatch/complete cycles at depth 1, refilling each queue k
+ * while refill[k] (refill NULL: every queue, all backlogged), and adds
+ * what each got to got[k]. */
+static void run_depth1(struct sched *s, struct sched_queue **q, int nq, int n, const bool *refill,
+		       uint64_t *now, uint64_t *got)
 {
 	for (int i = 0; i < n; i++) {
 		struct sched_req *r = sched_dispatch(s, *now);
@@ -332,12 +333,22 @@ static void run_backlogged(struct sched *s, struct sched_queue **q, int nq, int 
 		}
 		*now += 10 * US;
 		sched_complete(s, r, *now);
-		for (int k = 0; k < nq; k++)
-			if (r->queue == q[k])
-				got[k] += r->bytes;
-		req_init(r, r->queue, SCHED_OP_READ, 4096);
-		sched_enqueue(s, r, *now);
+		int k = 0;
+		while (k < nq && r->queue != q[k])
+			k++;
+		ck_assert_int_lt(k, nq);
+		got[k] += r->bytes;
+		if (!refill || refill[k]) {
+			req_init(r, r->queue, SCHED_OP_READ, 4096);
+			sched_enqueue(s, r, *now);
+		}
 	}
+}
+
+static void run_backlogged(struct sched *s, struct sched_queue **q, int nq, int n,
+			   uint64_t *now, uint64_t *got)
+{
+	run_depth1(s, q, nq, n, NULL, now, got);
 }
 
 START_TEST(weight_change_while_backlogged)
@@ -848,27 +859,7 @@ static void run_tree(struct sched *s, struct sched_queue **q, int nq, int n, con
 {
 	for (int i = 0; i < nq; i++)
 		got[i] = 0;
-	for (int i = 0; i < n; i++) {
-		struct sched_req *r = sched_dispatch(s, *now);
-		if (!r) {
-			*now = sched_next_deadline(s);
-			ck_assert_uint_ne(*now, SCHED_DEADLINE_NONE);
-			sched_timer(s, *now);
-			i--;
-			continue;
-		}
-		*now += 10 * US;
-		sched_complete(s, r, *now);
-		int k = 0;
-		while (k < nq && r->queue != q[k])
-			k++;
-		ck_assert_int_lt(k, nq);
-		got[k] += r->bytes;
-		if (refill[k]) {
-			req_init(r, r->queue, SCHED_OP_READ, 4096);
-			sched_enqueue(s, r, *now);
-		}
-	}
+	run_depth1(s, q, nq, n, refill, now, got);
 }
 
 /* A group's share goes to its children that have requests: a second child

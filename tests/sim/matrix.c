@@ -22,11 +22,7 @@ struct gen {
 
 static uint64_t gen_next(struct gen *g)
 {
-	/* splitmix64, as the simulator's own: the same shapes on every machine */
-	uint64_t z = (g->s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return sim_splitmix64(&g->s);
 }
 
 static double gen_unit(struct gen *g)

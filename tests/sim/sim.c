@@ -65,11 +65,7 @@ struct sim {
 
 static uint64_t rng_next(struct sim *m)
 {
-	/* splitmix64: tiny, seeded, same sequence on every machine */
-	uint64_t z = (m->rng += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return sim_splitmix64(&m->rng);
 }
 
 static uint64_t jitter(struct sim *m, uint64_t ns, uint32_t pct)

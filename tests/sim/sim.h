@@ -346,4 +346,14 @@ int sim_matrix_run(const struct sim_scenario *sc, void (*set)(struct sched_param
 		   struct sim_matrix_outcome *o);
 const char *sim_prop_name(enum sim_prop p);
 
+/* splitmix64: tiny, seeded, the same sequence on every machine; the
+ * simulator's jitter and the matrix's shapes both come from it. */
+static inline uint64_t sim_splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
 #endif
