@@ -4,7 +4,7 @@
  * parent, where the scheduler put each queue (queue_group), the weights, and
  * the targets that follow from them; a delegated subtree whose owner, an
  * unprivileged user, spawns children; reload of a pod's weight; a pod made
- * one tenant. Behaviour, not timing: the shares these targets produce are
+ * one tenant; a level made by a weight file rather than a rule. Behaviour, not timing: the shares these targets produce are
  * proven in the simulator (tests/sched, H1-H6) and measured in bench/run.
  * Needs root, /dev/fuse and cgroup v2 at CG_V2; exits 77 without them.
  */
@@ -97,9 +97,10 @@ static void mount_with_config(struct test_mount *m)
 	test_mount_start(m, args);
 }
 
-/* A child that joins v2 cgroup GROUP (as UID unless 0) and writes BLOCKS
- * 4 KiB direct blocks to PATH; exits 0 on success. */
-static pid_t spawn_writer(const char *group, uid_t uid, const char *path, int blocks)
+/* A child that joins cgroup GROUP under ROOT (v2 as UID unless 0) and
+ * writes BLOCKS 4 KiB direct blocks to PATH; exits 0 on success. */
+static pid_t spawn_writer_in(const char *root, const char *group, uid_t uid, const char *path,
+			     int blocks)
 {
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -108,7 +109,7 @@ static pid_t spawn_writer(const char *group, uid_t uid, const char *path, int bl
 	if (uid)
 		ctl_test_become(group, uid);
 	else
-		ctl_test_cgroup_move(CG_V2, group, getpid());
+		ctl_test_cgroup_move(root, group, getpid());
 	void *buf;
 	if (posix_memalign(&buf, 4096, 4096))
 		_exit(1);
@@ -122,13 +123,19 @@ static pid_t spawn_writer(const char *group, uid_t uid, const char *path, int bl
 	_exit(close(fd) ? 4 : 0);
 }
 
-static void run_writer(const char *group, uid_t uid, const char *path, int blocks)
+static void run_writer_in(const char *root, const char *group, uid_t uid, const char *path,
+			  int blocks)
 {
 	int status;
-	pid_t pid = spawn_writer(group, uid, path, blocks);
+	pid_t pid = spawn_writer_in(root, group, uid, path, blocks);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer in %s: status %d", group,
 		      status);
+}
+
+static void run_writer(const char *group, uid_t uid, const char *path, int blocks)
+{
+	run_writer_in(CG_V2, group, uid, path, blocks);
 }
 
 /* The stat reply once no tenant is active any more: every listed tenant
@@ -339,6 +346,56 @@ START_TEST(reload_of_a_pods_weight_reaches_its_containers)
 }
 END_TEST
 
+/*
+ * With honor_cgroup_weights, a cgroup whose own weight file is set is a
+ * level as a ruled one is: here the v1 blkio hierarchy names the tenants
+ * (this host's v2 has no io controller) and a pod's blkio.bfq.weight of
+ * 300, with no rule anywhere, makes its two containers divide 300 next to
+ * a sibling at the default.
+ */
+START_TEST(a_set_weight_file_makes_a_level)
+{
+	char wpod[64], kids[2][80], other[64], file[160];
+	snprintf(wpod, sizeof(wpod), "%s/wpod", top);
+	snprintf(other, sizeof(other), "%s/wother", top);
+	ctl_test_cgroup_make(CG_BLKIO, top);
+	ctl_test_cgroup_make(CG_BLKIO, wpod);
+	ctl_test_cgroup_make(CG_BLKIO, other);
+	for (int i = 0; i < 2; i++) {
+		snprintf(kids[i], sizeof(kids[i]), "%s/c%d", wpod, i);
+		ctl_test_cgroup_make(CG_BLKIO, kids[i]);
+	}
+	snprintf(file, sizeof(file), "%s%s/blkio.bfq.weight", CG_BLKIO, wpod);
+	if (access(file, W_OK) != 0) {
+		printf("SKIP: %s missing: this kernel's blkio has no BFQ weights\n", file);
+		return;
+	}
+	test_write_file(file, "300\n");
+	test_write_file(config_path, "[tenants]\nhierarchy = blkio\n");
+	struct test_mount m;
+	mount_with_config(&m);
+	run_writer_in(CG_BLKIO, kids[0], 0, test_mnt_path(&m, "k0"), 4);
+	run_writer_in(CG_BLKIO, kids[1], 0, test_mnt_path(&m, "k1"), 4);
+	run_writer_in(CG_BLKIO, other, 0, test_mnt_path(&m, "o"), 4);
+	struct json_object *mount, *doc = stat_when_idle(m.mnt, &mount);
+	struct json_object *pod = row(mount, wpod), *o = row(mount, other);
+	ck_assert_int_eq(field(pod, "weight"), 300);
+	struct json_object *src;
+	ck_assert(json_object_object_get_ex(pod, "weight_source", &src));
+	ck_assert_str_eq(json_object_get_string(src), "cgroup");
+	for (int i = 0; i < 2; i++) {
+		struct json_object *k = row(mount, kids[i]);
+		ck_assert_int_eq(field(k, "parent"), field(pod, "id"));
+		ck_assert_int_eq(field(k, "queue_group"), field(pod, "id"));
+		ck_assert_double_eq_tol(target(k), target(pod) / 2, 1e-9);
+	}
+	ck_assert_int_eq(field(o, "parent"), -1);
+	ck_assert_double_eq_tol(target(pod) / target(o), 3.0, 1e-9);
+	json_object_put(doc);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 /* account = subtree: the pod is one tenant, whichever container writes. */
 START_TEST(account_subtree_makes_a_pod_one_tenant)
 {
@@ -381,6 +438,7 @@ int main(void)
 	tcase_add_test(tc, delegated_subtree_children_divide_its_share);
 	tcase_add_test(tc, reload_of_a_pods_weight_reaches_its_containers);
 	tcase_add_test(tc, account_subtree_makes_a_pod_one_tenant);
+	tcase_add_test(tc, a_set_weight_file_makes_a_level);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_VERBOSE);
