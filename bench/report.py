@@ -4,6 +4,7 @@ gnuplot plots, from one bench/run results directory.
 
     report.py OUT          full report on stdout; OUT/results.json, OUT/plots/*.png
     report.py --brief DIR  one line per tenant of one lesson run (progress)
+    report.py --matrix-shapes SEED N   the shape matrix's N shapes (bench/run --only matrix)
 
 OUT layout (written by bench/run):
     rows.tsv                          single-tenant rows (see table.py)
@@ -11,10 +12,14 @@ OUT layout (written by bench/run):
     lessons/SCENARIO/VARIANT/T_iops.N.log, small_clat.N.log   fio logs
     lessons/SCENARIO/VARIANT/FAILED   a tenant failed
     lessons/pods/VARIANT/rN/...       the same per round, for the lesson run in rounds
+    matrix-shapes.tsv                 the shape matrix's shapes (see matrix_shapes)
+    lessons/matrix-SHAPE/VARIANT/T.json, lessons/matrix-probe-solo/VARIANT/mxp.json
 """
 import glob
 import json
+import math
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -492,9 +497,168 @@ def plot_stream_cdf(out, res, plots):
     return [png] if gnuplot(script) else []
 
 
+# --- The shape matrix (bench/run --only matrix) ---
+
+MATRIX_ERR_GOAL, MATRIX_PROBE_GOAL = 0.15, 0.5
+MATRIX_KINDS = {"R": "randread, O_DIRECT", "W": "randwrite, O_DIRECT", "B": "sequential write, buffered"}
+
+
+def matrix_shapes(seed, n):
+    """N seeded shapes, one line each: NAME then one word per tenant,
+    CGROUP:WEIGHT:KIND:BS_KIB:IODEPTH:NUMJOBS. Per shape 2-4 tenants (mx1..mx4):
+    weight log-uniform 10-1000 (2 significant digits), KIND R/W/B (see
+    MATRIX_KINDS), block size a power of two 4k-1M, libaio iodepth
+    log-uniform 1-32, numjobs 1-2; then the shallow probe mxp (4k direct
+    random reads, psync, depth 1) at the shape's largest weight."""
+    rng = random.Random(seed)
+    lines = []
+    for i in range(1, n + 1):
+        words, top = [], 0
+        for t in range(1, rng.randint(2, 4) + 1):
+            w = math.exp(rng.uniform(math.log(10), math.log(1000)))
+            w = int(float(f"{w:.2g}"))
+            kind = rng.choice("RWB")
+            bs = 4 << rng.randint(0, 8)  # KiB, 4k-1M
+            depth = max(1, min(32, round(math.exp(rng.uniform(0, math.log(32))))))
+            words.append(f"mx{t}:{w}:{kind}:{bs}:{depth}:{rng.randint(1, 2)}")
+            top = max(top, w)
+        words.append(f"mxp:{top}:P:4:1:1")
+        lines.append(f"s{i:02d} " + " ".join(words))
+    return lines
+
+
+def parse_shape(line):
+    name, *words = line.split()
+    tenants = []
+    for word in words:
+        cg, w, kind, bs, depth, nj = word.split(":")
+        tenants.append({"t": cg, "w": int(w), "kind": kind, "bs": int(bs), "depth": int(depth),
+                        "nj": int(nj)})
+    return name, tenants
+
+
+def shape_label(tenants):
+    def bs(k):
+        return f"{k // 1024}M" if k >= 1024 else f"{k}k"
+    return " ".join(f"w{t['w']}:{t['kind']}{bs(t['bs'])}/d{t['depth']}" + (f"x{t['nj']}" if t["nj"] > 1 else "")
+                    for t in tenants if t["kind"] != "P")
+
+
+def water_fill(capacity, weights, demands):
+    """Max-min fair by weight: {tenant: target rate}; a tenant whose demand is
+    below its weighted share of what is left gets its demand (capped)."""
+    left, active, target = capacity, set(weights), {}
+    while active:
+        wsum = sum(weights[t] for t in active)
+        capped = {t for t in active if demands[t] < left * weights[t] / wsum}
+        if not capped:
+            for t in active:
+                target[t] = left * weights[t] / wsum
+            break
+        for t in capped:
+            target[t] = demands[t]
+            left -= demands[t]
+        active -= capped
+    return target, set(weights) - active
+
+
+def matrix_section(out):
+    """Markdown lines and goals of the shape matrix, if this run has one."""
+    path = os.path.join(out, "matrix-shapes.tsv")
+    if not os.path.exists(path):
+        return [], []
+    with open(path) as f:
+        shapes = [parse_shape(line) for line in f if line.strip()]
+
+    def rates(scen, variant, tenants):
+        run = load_run(os.path.join(out, "lessons", scen, variant), tenants)
+        return None if run is None else {t: run[t]["mbps"] for t in tenants}, run
+
+    solo = {}
+    for v in (FIFO, BFQ):
+        run = load_run(os.path.join(out, "lessons", "matrix-probe-solo", v), ["mxp"])
+        solo[v] = None if run is None else run["mxp"]["iops"]
+    rows, errs, probes, n_err, n_probe = [], {FIFO: [], BFQ: []}, [], 0, 0
+    for name, tenants in shapes:
+        scen = "matrix-" + name
+        ts = [t["t"] for t in tenants]
+        weights = {t["t"]: t["w"] for t in tenants}
+        (fifo, fifo_run), (bfq, bfq_run) = rates(scen, FIFO, ts), rates(scen, BFQ, ts)
+        cells = [name, shape_label(tenants) + f" + probe w{weights['mxp']}"]
+        if fifo is None or bfq is None:
+            ran = all(os.path.isdir(os.path.join(out, "lessons", scen, v)) for v in (FIFO, BFQ))
+            rows.append(cells + ["failed" if ran else "not run"] + ["-"] * 6)
+            continue
+        # Demand: the fifo rate, or the bfq rate where higher (a tenant fifo
+        # held back that got more under bfq has shown it can use more).
+        demand = {t: max(fifo[t], bfq[t]) for t in ts}
+        target, capped = water_fill(sum(bfq.values()), weights, demand)
+        free = [t for t in ts if t not in capped]
+        wfree = sum(weights[t] for t in free)
+        share_cells, worst = [], {}
+        for v, r in ((BFQ, bfq), (FIFO, fifo)):
+            tot = sum(r[t] for t in free)
+            e = [abs(r[t] / tot / (weights[t] / wfree) - 1) for t in free] if len(free) > 1 and tot else []
+            worst[v] = max(e) if e else None
+            if worst[v] is not None:
+                errs[v].append(worst[v])
+        bt = sum(bfq.values())
+        for t in ts:
+            if t == "mxp":
+                continue
+            mark = "*" if t in capped else ""
+            share_cells.append(f"{100 * bfq[t] / bt:.0f}/{100 * target[t] / bt:.0f}{mark}")
+        kept = [bfq[t] / fifo[t] for t in capped if t != "mxp" and fifo[t]]
+        pb = div(bfq_run["mxp"]["iops"], solo[BFQ])
+        pf = div(fifo_run["mxp"]["iops"], solo[FIFO])
+        if worst[BFQ] is not None and worst[BFQ] <= MATRIX_ERR_GOAL:
+            n_err += 1
+        if pb is not None and pb >= MATRIX_PROBE_GOAL:
+            n_probe += 1
+        probes.append(pb)
+        rows.append(cells + [" ".join(share_cells), fmt(worst[BFQ], 2), fmt(worst[FIFO], 2),
+                             f"{bt:.0f} / {sum(fifo.values()):.0f} ({bt / sum(fifo.values()):.2f})",
+                             fmt(min(kept), 2) if kept else "-", fmt(pb, 2), fmt(pf, 2)])
+    lines = ["", "### Shape matrix: 2-4 random tenants and a shallow probe per shape (bytes/s shares)", "",
+             "Tenants: wWEIGHT:KIND BS/dIODEPTH (xNUMJOBS), KIND " + ", ".join(
+                 f"{k} {d}" for k, d in MATRIX_KINDS.items())
+             + " (libaio); the probe, 4k direct random reads at depth 1 (psync), has the shape's "
+             "largest weight. Shares are of bytes/s (fio's bandwidth; IOPS x block size), not of "
+             "the store's time: a 4k random read costs more time per byte than a 1 MiB one. "
+             "Targets are max-min fair by weight over the bfq total, each tenant's demand its fifo "
+             "rate or, where higher, its bfq rate (fifo held it back): a tenant whose demand is "
+             "below its weighted share (*) is shallow and gets its demand, and the shallow column shows the lowest such tenant's bfq rate over its fifo rate (the probe aside); the error (relative, worst tenant) is over the others only, their "
+             "shares of what they received against their weights' ratio (- : fewer than two). "
+             f"The probe's fraction is of its solo IOPS on the same variant (solo IOPS fifo "
+             f"{fmt(solo[FIFO], 0)}, bfq {fmt(solo[BFQ], 0)}).", ""]
+    lines += md_table(["shape", "tenants", "bfq share / target % per tenant", "worst err bfq",
+                       "worst err fifo", "total MB/s bfq / fifo", "shallow (*): lowest bfq / fifo",
+                       "probe / solo bfq",
+                       "probe / solo fifo"], rows)
+    nerr = len(errs[BFQ])
+    lines += ["", f"{n_err} of {nerr} shapes with an error measured meet bfq share error <= "
+              f"{MATRIX_ERR_GOAL:.2f} (fifo: {sum(1 for e in errs[FIFO] if e <= MATRIX_ERR_GOAL)} of "
+              f"{len(errs[FIFO])}); {n_probe} of {len(probes)} shapes keep the probe at >= "
+              f"{MATRIX_PROBE_GOAL} of its solo rate under bfq."]
+    goals = []
+    if nerr:
+        goals.append({"goal": f"matrix: shapes with bfq share error <= {MATRIX_ERR_GOAL} "
+                      f"({n_err} of {nerr}), worst", "value": max(errs[BFQ]),
+                      "target": f"<= {MATRIX_ERR_GOAL}", "met": max(errs[BFQ]) <= MATRIX_ERR_GOAL})
+    mp = [p for p in probes if p is not None]
+    if mp:
+        goals.append({"goal": f"matrix: shallow probe, bfq vs solo ({n_probe} of {len(probes)} "
+                      f"shapes >= {MATRIX_PROBE_GOAL}), lowest", "value": min(mp),
+                      "target": f">= {MATRIX_PROBE_GOAL}", "met": min(mp) >= MATRIX_PROBE_GOAL})
+    return lines, goals
+
+
 def brief(vdir):
     scen, variant = vdir.rstrip("/").split("/")[-2:]
-    if scen not in SCENARIOS:  # lessons/SCENARIO/VARIANT/rN
+    if scen.startswith("matrix-"):  # the shape matrix: its tenants are its JSON files
+        tenants = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(vdir, "mx*.json")))
+        SCENARIOS[scen] = tenants
+    elif scen not in SCENARIOS:  # lessons/SCENARIO/VARIANT/rN
         scen, variant, rnd = vdir.rstrip("/").split("/")[-3:]
         variant = f"{variant} {rnd}"
     parts = []
@@ -512,6 +676,9 @@ def brief(vdir):
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--brief":
         brief(sys.argv[2])
+        return
+    if len(sys.argv) == 4 and sys.argv[1] == "--matrix-shapes":
+        print("\n".join(matrix_shapes(int(sys.argv[2]), int(sys.argv[3]))))
         return
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -566,6 +733,9 @@ def main():
     lesson_lines, lesson_goals = lesson_tables(res)
     lines += lesson_lines
     goals += lesson_goals
+    matrix_lines, matrix_goals = matrix_section(out)
+    lines += matrix_lines
+    goals += matrix_goals
     plots = os.path.join(out, "plots")
     os.makedirs(plots, exist_ok=True)
     pngs = plot_weights(out, res, plots) + plot_stream_cdf(out, res, plots)
