@@ -27,10 +27,6 @@ void sched_sync_list_update(struct sched *s, struct sched_queue *q)
 		sched_list_remove(&q->sync_link);
 }
 
-static struct sched_queue *sync_first(struct sched *s)
-{
-	return sched_list_first_entry(&s->sync_queues, struct sched_queue, sync_link);
-}
 
 /* ---- idling ---- */
 
@@ -107,14 +103,46 @@ static struct sched_req *inject_general(struct sched *s, struct sched_queue *o, 
 	return sched_bfq_take(s, o, SCHED_INJECT_GENERAL, now_ns);
 }
 
+/* Every door of injection admits only a queue that virtual time says is
+ * owed service, at most a slice of its own ahead, or first in line (nobody
+ * eligible, its start the smallest): injected service is charged like any
+ * other, but a tenant let in whenever the one in service idles would
+ * otherwise take what its weight gives others (a weight-1 stream of small
+ * sync writes injected as barriers, over and over, ahead of a backlogged
+ * third tenant). First in line, it takes nothing anyone else is owed. */
+static bool inject_owed(struct sched *s, struct sched_queue *o)
+{
+	if (sched_wf2q_owed(&s->wq, &o->ent))
+		return true;
+	return &o->ent == sched_wf2q_peek(&s->wq, WF2Q_WAITING) &&
+	       !sched_wf2q_peek(&s->wq, WF2Q_ELIGIBLE) && !sched_gap_guarded(s, o) &&
+	       sched_wf2q_early_ok(&s->wq, &o->ent);
+}
+
+/* The first owed queue whose head is a barrier, moved to the back of the
+ * list: barrier queues take turns. */
+static struct sched_req *inject_barrier(struct sched *s, struct sched_queue *g, uint64_t now_ns)
+{
+	struct sched_link *l;
+	sched_list_foreach(l, &s->sync_queues) {
+		struct sched_queue *b = sched_list_entry(l, struct sched_queue, sync_link);
+		if (b == g || !inject_owed(s, b))
+			continue;
+		sched_list_remove(&b->sync_link);
+		sched_list_add_tail(&s->sync_queues, &b->sync_link);
+		return sched_bfq_take(s, b, SCHED_INJECT_SYNC, now_ns);
+	}
+	return NULL;
+}
+
 /* g holds the store: nothing of it waits on a waker, and its gap is not the
  * others' to take. Barriers are short, and the others' service is what
  * virtual time says they are owed. */
 static struct sched_req *inject_holding(struct sched *s, struct sched_queue *g, uint64_t now_ns)
 {
-	struct sched_queue *b = sync_first(s);
-	if (b && b != g)
-		return sched_bfq_take(s, b, SCHED_INJECT_SYNC, now_ns);
+	struct sched_req *r = inject_barrier(s, g, now_ns);
+	if (r)
+		return r;
 	return inject_general(s, queue_of_ent(sched_wf2q_peek(&s->wq, WF2Q_ELIGIBLE)), now_ns);
 }
 
@@ -140,16 +168,22 @@ struct sched_req *sched_inject(struct sched *s, struct sched_queue *g, uint64_t 
 		return NULL;
 	if (s->slice.state == SLICE_HOLDING)
 		return inject_holding(s, g, now_ns);
+	/* g is idled for, which a shallow g keeps doing slice after slice when
+	 * it never uses its budget: virtual time must still move on to the
+	 * others, or none of them is ever owed anything while g waits. Not for
+	 * a deep g: it is away or between batches, and keeps its place. */
+	if (!queue_deep(g))
+		sched_wf2q_catch_up(&s->wq);
 	/* its waker: what the idled tenant is actually waiting for */
 	if (g->waker.known) {
 		struct sched_queue *w = sched_table_find(&s->tenants, g->waker.id);
-		if (w && w != g && w->pending)
+		if (w && w != g && w->pending && inject_owed(s, w))
 			return sched_bfq_take(s, w, SCHED_INJECT_WAKER, now_ns);
 	}
 	/* short barriers, which journal-style writers wait on */
-	struct sched_queue *b = sync_first(s);
-	if (b && b != g)
-		return sched_bfq_take(s, b, SCHED_INJECT_SYNC, now_ns);
+	struct sched_req *r = inject_barrier(s, g, now_ns);
+	if (r)
+		return r;
 	/* anyone, while the idled tenant's own service does not suffer */
 	if (s->inflight - g->inflight >= sched_inject_limit(s, g, now_ns))
 		return NULL;

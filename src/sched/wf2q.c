@@ -170,12 +170,11 @@ bool sched_wf2q_early_ok(const struct wf2q *w, const struct wf2q_entity *e)
 	return sched_wf2q_ahead_ok(w, e);
 }
 
-struct wf2q_entity *sched_wf2q_select(struct wf2q *w)
+void sched_wf2q_catch_up(struct wf2q *w)
 {
-	struct wf2q_entity *e = sched_wf2q_peek(w, WF2Q_ELIGIBLE);
 	const struct wf2q_entity *wait = sched_wf2q_peek(w, WF2Q_WAITING);
-	if (e || !wait)
-		return e;
+	if (sched_wf2q_peek(w, WF2Q_ELIGIBLE) || !wait)
+		return;
 	uint64_t vt = wait->start_vt;
 	const struct wf2q_entity *park = sched_wf2q_peek(w, WF2Q_PARKED);
 	if (park && sched_wf2q_before(park->finish_vt, vt))
@@ -184,8 +183,20 @@ struct wf2q_entity *sched_wf2q_select(struct wf2q *w)
 		w->vtime = vt;
 		wf2q_migrate(w);
 	}
-	e = sched_wf2q_peek(w, WF2Q_ELIGIBLE);
-	if (e)
+}
+
+bool sched_wf2q_owed(const struct wf2q *w, const struct wf2q_entity *e)
+{
+	if (e->heap_pos < 0 || e->heap_which == WF2Q_PARKED)
+		return false;
+	return e->heap_which == WF2Q_ELIGIBLE || sched_wf2q_ahead_ok(w, e);
+}
+
+struct wf2q_entity *sched_wf2q_select(struct wf2q *w)
+{
+	sched_wf2q_catch_up(w);
+	struct wf2q_entity *e = sched_wf2q_peek(w, WF2Q_ELIGIBLE);
+	if (e || !sched_wf2q_peek(w, WF2Q_WAITING))
 		return e;
 	e = sched_wf2q_peek(w, WF2Q_WAITING);
 	return sched_wf2q_early_ok(w, e) ? e : NULL;

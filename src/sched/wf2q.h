@@ -69,6 +69,12 @@ bool sched_wf2q_ahead_ok(const struct wf2q *w, const struct wf2q_entity *e);
  * to e) and e is not sched_wf2q_ahead_ok. What a parked entity is owed back
  * thus stays bounded. */
 bool sched_wf2q_early_ok(const struct wf2q *w, const struct wf2q_entity *e);
+/* WF2Q+: virtual time never waits for nobody. If none is eligible, V jumps
+ * to the smallest start, but not past a parked entity's finish. */
+void sched_wf2q_catch_up(struct wf2q *w);
+/* e is in the eligible heap, or waiting at most one slice of its own ahead
+ * of V: serving it now keeps its lead over its share bounded. */
+bool sched_wf2q_owed(const struct wf2q *w, const struct wf2q_entity *e);
 /* Smallest finish among eligible; if none is eligible, V first jumps to the
  * smallest start (WF2Q+: virtual time never waits for nobody), but not past
  * a parked entity's finish: then the waiting entity with the smallest start

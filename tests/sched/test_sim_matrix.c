@@ -20,7 +20,8 @@
 
 /* Failing shapes among seeds MATRIX_FIRST.., with the properties as
  * fusesched-sim --matrix prints them (share, shallow, total; x failed, o
- * held, - not applicable) and what fails, by class (the tenant named is the
+ * held, - not applicable; updated whenever the scheduler changes) and what
+ * failed, by class, when the shape was first kept (the tenant named is the
  * one it is about, as sim_matrix_describe writes it):
  *   idled-for   the store starves (total) or others are slowed while a
  *               shallow sync tenant is idled for: it keeps the slice, and
@@ -39,22 +40,19 @@ static const struct {
 	uint64_t seed;
 	const char *props, *why;
 } matrix_known_failures[] = {
-	{ 1, "oox", "idled-for W64k:2@211+s2/3ms/27+seq" },
-	{ 2, "oxx", "idled-for R4k:4@1+t13+seq; async B128k:8@117+t877+s2/3ms/39+seq" },
-	{ 3, "oox", "idled-for F:1@848+t14" },
+	{ 1, "xxx", "idled-for W64k:2@211+s2/3ms/27+seq" },
+	{ 2, "oxo", "idled-for R4k:4@1+t13+seq; async B128k:8@117+t877+s2/3ms/39+seq" },
 	{ 6, "x-o", "under-share B32k:3@245+t11+seq" },
 	{ 7, "x-x", "idled-for F:1@384+t25" },
 	{ 8, "oox", "total (no tenant idled for)" },
-	{ 9, "xox", "idled-for W64k:3@926+t35+s3/1ms/33" },
+	{ 9, "oxx", "idled-for W64k:3@926+t35+s3/1ms/33" },
 	{ 10, "oxx", "async B16k:1@32+t0/p1; total (no tenant idled for)" },
-	{ 11, "oox", "idled-for F:1@510+t18" },
-	{ 13, "xox", "barrier W8k:8@313+t15/p3; idled-for R32k:3@7+t417/p1" },
+	{ 13, "xxx", "barrier W8k:8@313+t15/p3; idled-for R32k:3@7+t417/p1" },
 	{ 15, "x-x", "barrier D16k:6@20+t99; idled-for R64k:16@963+t120+s2/3ms/5+seq" },
-	{ 16, "oxo", "async B128k:6@88+t36" },
 	{ 17, "xxx",
 	  "waker R32k:38@4+t22+s2/1ms/17; idled-for R8k:5@302+t0; async B256k:7@17+t70+s2/5ms/34" },
 	{ 18, "xoo", "run-ahead B512k:4@2+t29+s4/3ms/15+seq/p1" },
-	{ 19, "xox", "idled-for D32k:1@687+t15+seq" },
+	{ 19, "xxx", "idled-for D32k:1@687+t15+seq" },
 	{ 24, "xxx",
 	  "barrier W16k:54@106+t590+seq/p1; idled-for F:2@364+t28; "
 	  "shallow D4k:15@964+t20+s2/5ms/25+seq/p1" },
@@ -72,8 +70,8 @@ static const struct {
 	  "barrier W8k:4@1+t116+seq; idled-for F:1@139+t31; async B64k:30@774+t0+s3/4ms/48; "
 	  "over-share W256k:27@1+t31" },
 	{ 36, "oox", "idled-for W32k:2@476+t27+seq" },
-	{ 37, "oxx", "idled-for R8k:1@805+t103+s1/2ms/5; shallow D8k:1@61+t25+s1/3ms/23+seq" },
-	{ 38, "xox", "idled-for R64k:2@111+t0; over-share W512k:5@54+seq/p3" },
+	{ 37, "xxx", "idled-for R8k:1@805+t103+s1/2ms/5; shallow D8k:1@61+t25+s1/3ms/23+seq" },
+	{ 38, "oox", "idled-for R64k:2@111+t0; over-share W512k:5@54+seq/p3" },
 	{ 39, "xxo", "async B4k:1@144+t393/p1; under-share W4k:4@4+t22+seq/p1" },
 	{ 40, "xox",
 	  "idled-for R4k:23@281+t81+s4/4ms/40+seq; over-share R64k:12@3+t109+s4/3ms/13" },
@@ -83,20 +81,20 @@ static const struct {
 	{ 44, "xxx",
 	  "run-ahead W1m:53@2+t40+s2/2ms/25; idled-for R256k:3@59+t111+seq; "
 	  "async B64k:7@625+t28+s4/5ms/5+seq; shallow W4k:17@24+t35" },
-	{ 45, "oox", "idled-for R8k:15@50+t133" },
+	{ 45, "xox", "idled-for R8k:15@50+t133" },
 	{ 47, "oox", "total (no tenant idled for)" },
-	{ 50, "oox", "idled-for W64k:22@233+t721+s3/4ms/42+seq" },
+	{ 50, "xox", "idled-for W64k:22@233+t721+s3/4ms/42+seq" },
 	{ 52, "xox",
 	  "waker B256k:15@123+t28+s1/2ms/13+seq; run-ahead R32k:3@1+t754; "
 	  "idled-for W4k:9@67+t0+seq; over-share W4k:9@67+t0+seq" },
-	{ 53, "xox", "barrier W8k:4@827+t0+s1/1ms/8+seq/p1; idled-for R4k:3@1+t18/p3" },
+	{ 53, "xxo", "barrier W8k:4@827+t0+s1/1ms/8+seq/p1; idled-for R4k:3@1+t18/p3" },
 	{ 55, "xxo", "barrier D16k:56@1+t51+s4/5ms/24; shallow R16k:5@153+t198" },
 	{ 56, "xxx",
 	  "barrier D16k:8@2+t48+s3/5ms/49+seq; idled-for R512k:1@13+t159+seq; "
 	  "shallow R32k:3@7+t689" },
-	{ 58, "x-x", "run-ahead D256k:5@90+t57/p1; idled-for F:1@212+t13" },
+	{ 58, "xxx", "run-ahead D256k:5@90+t57/p1; idled-for F:1@212+t13" },
 	{ 59, "oox", "idled-for D64k:2@7+t20+s1/3ms/31" },
-	{ 60, "xox", "idled-for R8k:1@675+t129+seq" },
+	{ 60, "xxx", "idled-for R8k:1@675+t129+seq" },
 };
 
 #define NKNOWN (sizeof(matrix_known_failures) / sizeof(matrix_known_failures[0]))
