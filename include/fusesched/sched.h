@@ -107,8 +107,7 @@ struct sched_params {
 	uint64_t waker_gap_ns;			/* 1 ms, and at most half the think time */
 	uint32_t waker_hits;			/* 3: repeats that make a waker */
 	uint64_t waker_window_ns;		/* 1 s: hits must fall within this */
-	uint64_t seek_distance_bytes;		/* 128 KiB: farther jumps are seeks */
-	bool charge_seeky_by_time;		/* true: seeky queues pay for time held */
+	bool charge_by_time;			/* true: reads and writes pay for store time held */
 	uint32_t hold_depth_pct;		/* 50: see above */
 	uint32_t hold_min_inflight;		/* 4: ... and at least this many */
 	uint64_t away_window_ns;		/* 20 ms: see above */
@@ -130,7 +129,6 @@ struct sched_req {
 	struct sched_queue *queue;	/* the tenant's queue */
 	enum sched_op op;
 	uint64_t bytes;			/* may be 0 */
-	uint64_t offset;		/* for seekiness detection */
 	bool sync;			/* the caller waits for it (direct, dsync, read) */
 
 	/* private to the scheduler; enqueue_ns may be read after completion */

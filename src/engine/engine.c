@@ -571,7 +571,6 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->sched.op = sched_op_of(r->op);
 	/* A fallocate's length is not bytes moved: it would inflate the learned rate. */
 	er->sched.bytes = r->op == DATAPATH_FALLOCATE ? 0 : er->size_bytes;
-	er->sched.offset = r->offset_bytes;
 	er->sched.sync = r->op != DATAPATH_WRITE || r->file->sync_writes || r->file->direct;
 	if (r->op == DATAPATH_META) {
 		if (er->tenant < e->max_tenants)

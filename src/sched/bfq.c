@@ -56,17 +56,19 @@ static void queue_charge(struct sched *s, struct sched_queue *q, uint64_t bytes)
 	sched_wf2q_advance(&s->wq, bytes);
 }
 
-/* Barriers move no bytes but hold the store; seeky queues hold it longer
- * than their bytes say. Both pay for the time they really held it, never a
- * minimum per request, which would bill small fast requests for store time
- * they did not hold. */
-static uint64_t time_charge_extra(const struct sched *s, const struct sched_queue *q,
-				  const struct sched_req *r, uint64_t share_ns)
+/* A weight is a share of the store's time, and requests hold the store for
+ * very different times per byte: a 4 KiB random read many times longer per
+ * byte than a 1 MiB sequential one, a dsync write longer than a buffered
+ * one, a barrier moves no bytes at all. So every request pays for the store
+ * time it held, at the slot rate (the fastest one request has moved bytes:
+ * the store's time in bytes), and never less than its bytes, which it is
+ * charged at dispatch. Never a minimum per request, which would bill small
+ * fast requests for store time they did not hold. */
+static uint64_t time_charge_extra(const struct sched *s, const struct sched_req *r,
+				  uint64_t share_ns)
 {
-	bool by_time = r->op == SCHED_OP_FSYNC || r->op == SCHED_OP_FDATASYNC ||
-		       r->op == SCHED_OP_OTHER ||
-		       (s->p.charge_seeky_by_time && q->seek.score > 512);
-	if (!by_time)
+	if (!s->p.charge_by_time && r->op != SCHED_OP_FSYNC && r->op != SCHED_OP_FDATASYNC &&
+	    r->op != SCHED_OP_OTHER)
 		return 0;
 	/* With others in flight the store was shared: the request pays for its
 	 * store share (its time in flight split evenly, moment by moment, among
@@ -321,7 +323,7 @@ static void bfq_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	if (sched_req_settle(s, q, r, now_ns))
 		sched_deep_emptied(s, q, now_ns);
 	sched_gap_update(s, q);
-	queue_charge(s, q, time_charge_extra(s, q, r, share_ns));
+	queue_charge(s, q, time_charge_extra(s, r, share_ns));
 	sched_learn_inject_limit(s, q, r, cycle_slowed, now_ns);
 	sched_bfq_weight_drop(s, q);
 	if (q == s->in_service && !queue_busy(q)) {

@@ -1,12 +1,12 @@
 /* What the scheduler learns from requests as they come and go: a queue's
- * think time, its waker, its seekiness, its cycle and injection limit, and
+ * think time, its waker, its cycle and injection limit, and
  * the store's rate. Every estimate is computed from the now_ns values passed
  * in; nothing here decides, the policy reads these. */
 #include "sched_internal.h"
 
 #define NS_PER_S 1000000000ull
 
-/* 7/8 old, 1/8 new: the EWMA of think times and seekiness. */
+/* 7/8 old, 1/8 new: the EWMA of think times. */
 static uint64_t ewma8(uint64_t avg, uint64_t sample)
 {
 	return (avg * 7 + sample) / 8;
@@ -97,19 +97,6 @@ void sched_learn_arrival(struct sched *s, struct sched_queue *q, uint64_t now_ns
 	}
 	think_learn(s, q, now_ns);
 	waker_detect(s, q, now_ns);
-}
-
-/* ---- seekiness ---- */
-
-void sched_learn_seek(struct sched *s, struct sched_queue *q, const struct sched_req *r)
-{
-	if (!r->bytes || !req_is_rw(r))
-		return;
-	uint64_t end = q->seek.last_end_offset;
-	uint64_t dist = r->offset > end ? r->offset - end : end - r->offset;
-	uint32_t seek = dist > s->p.seek_distance_bytes ? 1024u : 0u;
-	q->seek.score = (uint32_t)ewma8(q->seek.score, seek);
-	q->seek.last_end_offset = r->offset + r->bytes;
 }
 
 /* ---- the store's rate ---- */

@@ -31,8 +31,7 @@ void sched_params_default(struct sched_params *p)
 		.waker_gap_ns = 1000000,
 		.waker_hits = 3,
 		.waker_window_ns = 1000000000,
-		.seek_distance_bytes = 128 << 10,
-		.charge_seeky_by_time = true,
+		.charge_by_time = true,
 		.hold_depth_pct = 50,
 		.hold_min_inflight = 4,
 		.away_window_ns = 20000000,
@@ -207,12 +206,29 @@ void sched_queue_stats(const struct sched_queue *q, struct sched_queue_stats *st
 
 /* ---- requests ---- */
 
-/* Before the number in flight changes: the time since the last change was
- * shared by that many requests. */
+/* How many requests the store serves at once without slowing each other:
+ * its peak rate over the fastest one request's rate, both learned
+ * (learn.c), within 1..max_inflight. */
+static uint64_t store_parallelism(const struct sched *s)
+{
+	uint64_t slot = s->rate.slot_bytes_per_s;
+	uint64_t par = slot ? (s->rate.peak_bytes_per_s + slot / 2) / slot : 1;
+	if (par < 1)
+		par = 1;
+	return par > s->p.max_inflight ? s->p.max_inflight : par;
+}
+
+/* Before the number in flight changes: the time since the last change.
+ * Up to the store's parallelism each request had a slot of its own; past
+ * it they shared what there was, so waiting behind others is not billed as
+ * use. */
 static void store_share_advance(struct sched *s, uint64_t now_ns)
 {
-	if (s->inflight && now_ns > s->store_share_last_ns)
-		s->store_share += ((now_ns - s->store_share_last_ns) << STORE_SHARE_SHIFT) / s->inflight;
+	if (s->inflight && now_ns > s->store_share_last_ns) {
+		uint64_t par = store_parallelism(s);
+		uint64_t dt = (now_ns - s->store_share_last_ns) << STORE_SHARE_SHIFT;
+		s->store_share += s->inflight <= par ? dt : dt / s->inflight * par;
+	}
 	s->store_share_last_ns = now_ns;
 }
 
@@ -244,7 +260,6 @@ void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r
 	q->inflight++;
 	s->inflight++;
 	s->async_inflight += !r->sync;
-	sched_learn_seek(s, q, r);
 }
 
 struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns)

@@ -10,7 +10,7 @@
  *     deep.c  BFQ for deep tenants: holding the store, the gap guard, away
  *     fifo.c  the baseline: arrival order, only max_inflight
  *   learn.c   what is learned from arrivals and completions: think time,
- *             wakers, the store's rate, seekiness, cycles, injection limits
+ *             wakers, the store's rate, cycles, injection limits
  *   tree.c    the tenant tree: groups, and each active queue's share of
  *             the store as its weight in virtual time
  *   wf2q.c    virtual time and the eligibility heaps (wf2q.h)
@@ -148,12 +148,6 @@ struct queue_waker {
 	uint64_t spurned_until_ns;	/* ... is not taken back before this */
 };
 
-/* Seekiness (learn.c). */
-struct queue_seek {
-	uint64_t last_end_offset;	/* where its last read or write ended */
-	uint32_t score;			/* 0..1024, EWMA over 8 of "was a seek" */
-};
-
 /* For sched_queue_stats. */
 struct queue_counters {
 	uint64_t served_ops, served_bytes, charged_bytes;
@@ -207,7 +201,6 @@ struct sched_queue {
 	struct queue_cycle cycle;
 	struct queue_inject inject;
 	struct queue_waker waker;
-	struct queue_seek seek;
 	struct queue_counters stats;
 };
 
@@ -371,7 +364,6 @@ void sched_tree_free_all(struct sched *s);
 /* A request arrives at q, not counted yet: if q was not busy, its think
  * time and its waker; if it was, it is not one request at a time. */
 void sched_learn_arrival(struct sched *s, struct sched_queue *q, uint64_t now_ns);
-void sched_learn_seek(struct sched *s, struct sched_queue *q, const struct sched_req *r);
 /* q's completion time (think time), tenant and time (wakers), bytes (rate). */
 void sched_learn_completion(struct sched *s, struct sched_queue *q, const struct sched_req *r,
 			    uint64_t now_ns);

@@ -41,8 +41,7 @@ static struct sched_queue *queue(struct sched *s, uint64_t id, uint32_t weight)
 
 static void req_init(struct sched_req *r, struct sched_queue *q, enum sched_op op, uint64_t bytes)
 {
-	*r = (struct sched_req){ .queue = q, .op = op, .bytes = bytes, .sync = false,
-				 .offset = rnd(1u << 20) * 4096 };
+	*r = (struct sched_req){ .queue = q, .op = op, .bytes = bytes, .sync = false };
 }
 
 START_TEST(params_validated)

@@ -51,10 +51,10 @@ void sim_scenario_s1_journal(struct sim_scenario *sc, uint32_t reader_weight)
 		      16, 1000 * MS);
 	tenant_add(sc, (struct sim_tenant){ .name = "dsync-writer", .weight = 100, .depth = 1,
 					    .think_ns = 20 * US, .op = SCHED_OP_WRITE, .bytes = 512,
-					    .sync = true, .dsync = true, .sequential = true, .journal = 1 });
+					    .sync = true, .dsync = true, .journal = 1 });
 	tenant_add(sc, (struct sim_tenant){ .name = "journal", .weight = 100, .depth = 0,
 					    .think_ns = 10 * US, .op = SCHED_OP_WRITE,
-					    .bytes = 4 * KIB, .sync = true, .dsync = true, .sequential = true,
+					    .bytes = 4 * KIB, .sync = true, .dsync = true,
 					    .journal = -1 });
 	tenant_add(sc, (struct sim_tenant){ .name = "reader", .weight = reader_weight, .depth = 1,
 					    .think_ns = 20 * US, .op = SCHED_OP_READ,
@@ -82,7 +82,7 @@ void sim_scenario_s3_streaming(struct sim_scenario *sc, bool readers_present)
 		      16, 1000 * MS);
 	tenant_add(sc, (struct sim_tenant){ .name = "writer", .weight = 100, .depth = 128,
 					    .think_ns = 10 * US, .op = SCHED_OP_WRITE,
-					    .bytes = 128 * KIB, .sequential = true, .journal = -1 });
+					    .bytes = 128 * KIB, .journal = -1 });
 	for (int i = 0; readers_present && i < 20; i++)
 		tenant_add(sc, (struct sim_tenant){ .name = "reader", .weight = 100, .depth = 1,
 						    .think_ns = 2 * MS, .op = SCHED_OP_READ,

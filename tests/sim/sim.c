@@ -35,7 +35,6 @@ struct lat_vec {
 struct tstate {
 	struct sched_queue *q;
 	uint64_t next_ok_ns;		/* rate limit */
-	uint64_t seq_offset;
 	struct lat_vec lat;
 	uint64_t ops, bytes, store_ns;
 	uint64_t win_bytes[SIM_MAX_WINDOWS], win_store_ns[SIM_MAX_WINDOWS];
@@ -287,12 +286,6 @@ static void on_arrive(struct sim *m, const struct ev *e)
 	r->sr.op = tc->op;
 	r->sr.bytes = tc->bytes;
 	r->sr.sync = tc->sync;
-	if (tc->sequential) {
-		r->sr.offset = ts->seq_offset;
-		ts->seq_offset += tc->bytes;
-	} else {
-		r->sr.offset = (rng_next(m) % (1u << 18)) * 4096;
-	}
 	sched_enqueue(m->s, &r->sr, m->now_ns);
 }
 

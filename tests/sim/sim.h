@@ -58,7 +58,6 @@ struct sim_tenant {
 	uint64_t bytes;
 	bool sync;			/* the caller waits: reads, direct writes */
 	bool dsync;			/* writes pay the store's flush cost */
-	bool sequential;
 	uint64_t rate_bytes_per_s;	/* 0: unlimited */
 	/* Caller threads (fio jobs), each driving depth / threads of the jobs
 	 * (its iodepth). On a loaded host a thread is now and then descheduled
@@ -249,25 +248,33 @@ void sim_params_bfq_fixed_idle(struct sched_params *p);
  * machine: 2..8 tenants, each a reader, direct writer, dsync writer,
  * buffered (async) writer or, now and then, an fsync committer; weights
  * 1..1000 and depths 1..64 log-uniform; requests of 4 KiB..1 MiB (powers of
- * two), sequential or random; think time 0, a FUSE round trip (10-30 us)
+ * two); think time 0, a FUSE round trip (10-30 us)
  * or up to 1 ms; some with caller threads that stall for a CPU; in a third
  * of the shapes 1..3 pods (sometimes nested) holding most tenants; in front
  * of the bare fast store (16 slots) or S4_fuse's loaded FUSE host (32
  * slots, batched reaping). 1 s of warm-up, then SIM_MATRIX_WINDOWS windows
  * of 1 s (sc->w).
  *
- * The properties (sim_matrix_check), rates in bytes per second, each
- * window on its own (share, shallow) or over the measured run (total):
+ * The properties (sim_matrix_check), each window on its own (share,
+ * shallow) or over the measured run (total), in the store's time: a
+ * tenant's rate is the slot time its requests held per second (slots busy
+ * for it on average), whatever their size. A weight is a share of the
+ * store, and a 4 KiB request holds a slot for much longer per byte than a
+ * 1 MiB one: in bytes, a heavy 4 KiB reader next to a light 1 MiB one
+ * would be owed the store's time many times over its weight, and the
+ * better that held, the fewer bytes the store would move. (Where all
+ * tenants' requests are alike, as in S4 and bench/run's weights lessons,
+ * time and bytes give the same shares.)
  *   solo     a tenant's solo rate: it alone in the same shape, under fifo.
- *   fair     the max-min fair division by weight of what bfq moved in the
- *            window (sim_matrix_waterfill), every tenant wanting its solo
- *            rate: level by level of the tree, a child gets the smaller of
- *            its want (a group: its subtree's) and its weight's part of
- *            what the children below the level leave, so what a tenant
- *            cannot use goes to the others by weight. fsync committers move
- *            no bytes and are left out.
+ *   fair     the max-min fair division by weight of the slot time bfq used
+ *            in the window (sim_matrix_waterfill), every tenant wanting its
+ *            solo rate: level by level of the tree, a child gets the
+ *            smaller of its want (a group: its subtree's) and its weight's
+ *            part of what the children below the level leave, so what a
+ *            tenant cannot use goes to the others by weight. fsync
+ *            committers hold slots with their flushes and count like any.
  *   backlogged  solo rate at least 1.25x its fair part: it could clearly
- *            use more. Every other tenant (with bytes) is shallow.
+ *            use more. Every other tenant is shallow.
  *   share    a backlogged tenant gets its target within 10% (or two
  *            requests, if more: a window holds whole requests, and a batch
  *            reaped at its edge lands on one side). Its target: the same
@@ -280,10 +287,8 @@ void sim_params_bfq_fixed_idle(struct sched_params *p);
  *            rate, or less if even that is more than its weight's part),
  *            less two requests.
  *   total    bfq keeps the store as busy as fifo: slot time used per
- *            second at least 90% of fifo's. (Bytes would pit weights
- *            against throughput wherever request sizes differ: a heavy
- *            4 KiB reader next to a light 1 MiB one moves fewer bytes the
- *            better its weight holds. The byte totals are kept too.) */
+ *            second at least 90% of fifo's. The byte totals are kept for
+ *            the record. */
 #define SIM_MATRIX_WINDOWS 4u
 #define SIM_MATRIX_WINDOW_NS 1000000000ull
 #define SIM_MATRIX_WARMUP_NS 1000000000ull
@@ -301,15 +306,22 @@ enum sim_class { SIM_CLASS_NONE, SIM_CLASS_BACKLOGGED, SIM_CLASS_SHALLOW };
 struct sim_violation {
 	enum sim_prop prop;
 	int tenant, window;	/* -1: the total, the whole run */
-	double got, want;	/* MB/s (total: slots busy) */
+	double got, want;	/* slots busy */
 	double off;		/* relative miss of the target, for the worst */
 	char why[160];
 };
 
+/* A tenant alone in its shape, under fifo. */
+struct sim_solo {
+	double mb_per_s;
+	double slots;		/* slot time its requests held per second */
+	double slot_s_per_op;	/* per request */
+};
+
 struct sim_matrix_tenant {
-	double solo_mb;
-	/* target: backlogged, the share rule's; shallow, its fair part */
-	double target_mb[SIM_MAX_WINDOWS], got_mb[SIM_MAX_WINDOWS];
+	struct sim_solo solo;
+	/* in slots; target: backlogged, the share rule's; shallow, its fair part */
+	double target[SIM_MAX_WINDOWS], got[SIM_MAX_WINDOWS];
 	enum sim_class cls[SIM_MAX_WINDOWS];
 };
 
@@ -327,18 +339,18 @@ void sim_matrix_shape(uint64_t seed, struct sim_scenario *sc);
 /* "fast|fuse [pK@W[/pP]...] | T...": per tenant its kind (Read, direct
  * Write, Dsync write, Buffered write, Fsync), request size, ":depth",
  * "@weight", "+tUS" think time (if not 10 us), "+sTHREADS/MSms/PERMILLE"
- * stalls, "+seq", "/pK" its pod. */
+ * stalls, "/pK" its pod. */
 void sim_matrix_describe(const struct sim_scenario *sc, char *buf, size_t n);
 void sim_matrix_describe_tenant(const struct sim_scenario *sc, uint32_t i, char *buf, size_t n);
 /* target[i]: tenant i's part of amount (see "fair" above); demand[i] <= 0
  * leaves tenant i out with target 0. */
 void sim_matrix_waterfill(const struct sim_scenario *sc, double amount, const double *demand,
 			  double *target);
-/* Tenant i of sc alone under fifo: MB/s. */
-int sim_matrix_solo(const struct sim_scenario *sc, uint32_t i, double *mb_per_s);
-/* The properties on a shape's runs, with the solo rates (MB/s, 0 for
- * fsync committers): fills o's tenants, totals and violations. */
-void sim_matrix_check(const struct sim_scenario *sc, const double *solo_mb,
+/* Tenant i of sc alone under fifo. */
+int sim_matrix_solo(const struct sim_scenario *sc, uint32_t i, struct sim_solo *solo);
+/* The properties on a shape's runs, with the tenants' solo rates: fills
+ * o's tenants, totals and violations. */
+void sim_matrix_check(const struct sim_scenario *sc, const struct sim_solo *solo,
 		      const struct sim_result *bfq, const struct sim_result *fifo,
 		      struct sim_matrix_outcome *o);
 /* Solo runs, set's run (bfq: sim_params_bfq), fifo's, then the check. */

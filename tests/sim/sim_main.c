@@ -311,7 +311,7 @@ static int bench_one(uint32_t ntenants, uint32_t iters)
 		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
 		reqs[i] = (struct sched_req){ .queue = qs[(rng >> 33) % ntenants],
 					      .op = (rng >> 20) % 4 ? SCHED_OP_READ : SCHED_OP_WRITE,
-					      .bytes = 4096, .offset = (rng >> 12) % (1u << 30),
+					      .bytes = 4096,
 					      .sync = (rng >> 8) % 2 };
 		sched_enqueue(s, &reqs[i], now);
 	}
@@ -336,7 +336,6 @@ static int bench_one(uint32_t ntenants, uint32_t iters)
 		sched_complete(s, r, now);
 		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
 		r->queue = qs[(rng >> 33) % ntenants];
-		r->offset = (rng >> 12) % (1u << 30);
 		sched_enqueue(s, r, now);
 		done++;
 	}
@@ -358,7 +357,7 @@ out:
 static void shape_detail(const struct sim_scenario *sc, const struct sim_matrix_outcome *o)
 {
 	static const char cls[] = "-BS";
-	printf("  %-3s %-34s %9s", "t", "tenant", "solo");
+	printf("  %-3s %-34s %9s %7s", "t", "tenant", "solo MB/s", "slots");
 	for (uint32_t w = 0; w < sc->nwindows; w++)
 		printf("   win%u got/target", w);
 	printf(" %6s %20s %6s %7s %6s %6s %6s %5s %5s\n", "idled", "inj waker/sync/gen", "exh",
@@ -368,9 +367,9 @@ static void shape_detail(const struct sim_scenario *sc, const struct sim_matrix_
 		const struct sched_queue_stats *st = &o->bfq.t[i].st;
 		char d[96];
 		sim_matrix_describe_tenant(sc, i, d, sizeof(d));
-		printf("  %-3u %-34s %9.2f", i, d, t->solo_mb);
+		printf("  %-3u %-34s %9.2f %7.3f", i, d, t->solo.mb_per_s, t->solo.slots);
 		for (uint32_t w = 0; w < sc->nwindows; w++)
-			printf(" %c %8.2f/%-8.2f", cls[t->cls[w]], t->got_mb[w], t->target_mb[w]);
+			printf(" %c %8.3f/%-8.3f", cls[t->cls[w]], t->got[w], t->target[w]);
 		char inj[48];
 		snprintf(inj, sizeof(inj), "%lu/%lu/%lu",
 			 (unsigned long)st->injected_ops[SCHED_INJECT_WAKER],
