@@ -11,7 +11,8 @@ OUT layout (written by bench/run):
     lessons/SCENARIO/VARIANT/T.json   fio JSON (or journalpair's) of tenant T
     lessons/SCENARIO/VARIANT/T_iops.N.log, small_clat.N.log   fio logs
     lessons/SCENARIO/VARIANT/FAILED   a tenant failed
-    lessons/pods/VARIANT/rN/...       the same per round, for the lesson run in rounds
+    lessons/SCENARIO/VARIANT/rN/...   the same per round, for the lessons run in rounds
+                                      (pods, beside-solo, beside-mmap, beside-writers)
     matrix-shapes.tsv                 the shape matrix's shapes (see matrix_shapes)
     lessons/matrix-SHAPE/VARIANT/T.json, lessons/matrix-probe-solo/VARIANT/mxp.json
 """
@@ -40,14 +41,19 @@ SCENARIOS = {  # scenario -> tenants, in table order
     "depth1-solo": ["d1-shallow"],
     "depth1-vs-deep": ["d1-shallow", "d1-deep"],
     "pods": ["pod-a-c1", "pod-b-c1", "pod-b-c2", "pod-b-c3"],
+    "beside-solo": ["bs-reader"],
+    "beside-mmap": ["bs-mmap", "bs-reader"],
+    "beside-writers": ["bs-writers", "bs-reader"],
 }
 WEIGHTS = {"w81-a": 800, "w81-b": 100, "w531-a": 500, "w531-b": 300, "w531-c": 100,
-           "d1-shallow": 800, "d1-deep": 100}
+           "d1-shallow": 800, "d1-deep": 100, "bs-reader": 800, "bs-mmap": 100, "bs-writers": 100}
 # The pods lesson: pod -> (its rule's weight, its containers' tenants); the
 # containers have no rule (default weight 100) and divide their pod's share.
 PODS = {"pod-a": (200, ["pod-a-c1"]), "pod-b": (100, ["pod-b-c1", "pod-b-c2", "pod-b-c3"])}
 POD_OF = {c: pod for pod, (_, cs) in PODS.items() for c in cs}
-ROUNDS_SCENARIOS = ("pods",)  # run BENCH_ROUNDS times: lessons/SCENARIO/VARIANT/rN/
+# run BENCH_ROUNDS times: lessons/SCENARIO/VARIANT/rN/
+ROUNDS_SCENARIOS = ("pods", "beside-solo", "beside-mmap", "beside-writers")
+BESIDE_GOAL = 0.5  # the reader beside a flood: at least this fraction of its solo IOPS
 
 
 def tenant_label(tenant):
@@ -126,6 +132,11 @@ def get(res, scen, variant, tenant, key):
 
 def div(a, b):
     return None if a is None or not b else a / b
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
 
 
 def sched_view(out, scen, variant, tenants):
@@ -289,7 +300,93 @@ def lesson_tables(res):
 
     if "pods" in res:
         pods_lesson(res, lines, goal)
+    if any(s in res for s in ("beside-solo", "beside-mmap", "beside-writers")):
+        beside_lesson(res, lines, goal)
     return lines, goals
+
+
+def beside_lesson(res, lines, goal):
+    """The beside lesson's table (issue 23: the depth-1 reader alone, beside an
+    mmap writer, beside 64 buffered writers) and goals. A fraction of solo
+    is taken within a round (the reader's solo run of the same round and
+    variant); the table shows medians of the rounds and the lowest round."""
+    flood = {"beside-mmap": "bs-mmap", "beside-writers": "bs-writers"}
+
+    def rounds(scen, v):
+        return ((res.get(scen) or {}).get(v) or {}).get("rounds", [])
+
+    def reader(scen, v):
+        return [r["bs-reader"]["iops"] if r else None for r in rounds(scen, v)]
+
+    def fractions(scen, v):
+        solo = reader("beside-solo", v)
+        got = reader(scen, v)
+        solo += [None] * (len(got) - len(solo))
+        return [div(g, s) for g, s in zip(got, solo)]
+
+    def flood_mbps(scen, v):
+        return median(r[flood[scen]]["mbps"] if r else None for r in rounds(scen, v))
+
+    def low(xs):
+        """The lowest of the rounds; None if any round has no number."""
+        return None if not xs or None in xs else min(xs)
+
+    variants = variants_of(res, "beside-solo", "beside-mmap", "beside-writers")
+    rows, n_rounds = [], 0
+    for v in variants:
+        runs = {s: rounds(s, v) for s in ("beside-solo", "beside-mmap", "beside-writers")}
+        n = max(len(r) for r in runs.values())
+        n_rounds = max(n_rounds, n)
+        ok = sum(1 for i in range(n) if all(i < len(r) and r[i] for r in runs.values()))
+        cells = [v, f"{ok}/{n}", fmt(median(reader("beside-solo", v)), 0)]
+        for scen in ("beside-mmap", "beside-writers"):
+            fr = fractions(scen, v)
+            iops = median(reader(scen, v))
+            cells += [fmt(iops, 0), f"{fmt(median(fr), 2)} / {fmt(low(fr), 2)}",
+                      fmt(div(iops, median(reader(scen, FIFO))), 2), fmt(flood_mbps(scen, v), 1)]
+        cells.append(" / ".join(fmt(f, 2) for f in fractions("beside-writers", v)))
+        rows.append(cells)
+    lines += ["", "### Reader beside floods: a depth-1 reader (w800, 4k direct random reads) "
+              "beside an mmap writer and beside 64 buffered writers (w100 each; issue 23)", ""]
+    lines += md_table(["variant", "rounds", "reader solo IOPS", "beside mmap: reader IOPS",
+                       "/ solo (median / min)", "vs fifo", "mmap writer MB/s",
+                       "beside writers: reader IOPS", "/ solo (median / min)", "vs fifo",
+                       "64 writers MB/s", "writers: / solo by round"], rows)
+    lines += ["", f"Medians of {n_rounds} round{'s' if n_rounds != 1 else ''} (in each round every "
+              "variant ran the three runs back to back, the variant order rotating from round to "
+              "round). A fraction of solo is each round's IOPS over the reader's solo IOPS in "
+              "the same round and variant (median / lowest round); vs fifo is the median IOPS "
+              "over fifo's. The mmap writer writes 1 MiB at a time into a shared mapping of a "
+              "file (the stream lesson's): its MB/s is fio's memcpy rate, held back by dirty "
+              "page throttling, and the writes reach the store through the kernel's writeback. "
+              "The 64 writers: buffered sequential 4k-64k writes, each to a 4 MiB file of its "
+              "own, fsync every 32 writes; their MB/s is all 64 together."]
+    views = []
+    out = res["_out"]
+    for scen in ("beside-mmap", "beside-writers"):
+        for d in round_dirs(os.path.join(out, "lessons", scen, BFQ)):
+            view = sched_view(out, scen, os.path.join(BFQ, os.path.basename(d)),
+                              ["bs-reader", flood[scen]])
+            if view:
+                views.append(f"{scen} {os.path.basename(d)}: {view}")
+    if views:
+        lines += ["", "fusesched-bfq's own view of these runs (`fusesched stat` near the end; "
+                  "injected waker/fsync/general; a writer not seen had its writes attributed "
+                  "elsewhere): " + " — ".join(views) + "."]
+    if "beside-mmap" in res:
+        bfq, fifo = median(reader("beside-mmap", BFQ)), median(reader("beside-mmap", FIFO))
+        r = div(bfq, fifo)
+        goal("beside. depth-1 reader (w800) beside an mmap writer (w100), bfq vs fifo "
+             "(median IOPS)", r, ">= 1.00", None if r is None else r >= 1.0)
+        r = median(fractions("beside-mmap", BFQ))
+        goal("beside. depth-1 reader beside an mmap writer, bfq vs its solo (median of the rounds)",
+             r, f">= {BESIDE_GOAL:.2f}", None if r is None else r >= BESIDE_GOAL)
+    if "beside-writers" in res:
+        fr = fractions("beside-writers", BFQ)
+        r = low(fr)
+        goal(f"beside. depth-1 reader beside 64 buffered writers with fsync (w100), bfq vs its "
+             f"solo, lowest of {len(fr)} round{'s' if len(fr) != 1 else ''}", r,
+             f">= {BESIDE_GOAL:.2f}", None if r is None else r >= BESIDE_GOAL)
 
 
 def pods_lesson(res, lines, goal):
@@ -749,7 +846,8 @@ def main():
         lines += ["", f"Load average before the lesson runs: median {sorted(loads)[len(loads) // 2][0]:.1f}, "
                   f"highest {top[0]:.1f} (before {top[1]}); on 2 cores, other work on the machine "
                   "skews a run (the per-run values are in lessons/*/*/loadavg"
-                  + (", lessons/pods/*/r*/loadavg" if "pods" in res else "") + ")."]
+                  + (", lessons/*/*/r*/loadavg" if any(s in res for s in ROUNDS_SCENARIOS)
+                     else "") + ")."]
     print("\n".join(["### Goals", ""] + goal_table(goals) + [""] + lines))
     if pngs:
         print("\nPlots: " + ", ".join(os.path.relpath(p, out) for p in pngs)
