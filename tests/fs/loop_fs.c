@@ -34,9 +34,8 @@ static void die(const char *what)
 void loop_fs_make_ext4(struct loop_fs *fs, unsigned size_mib, const char *mkfs_options)
 {
 	memset(fs, 0, sizeof(*fs));
-	/* Under the build tree like the mount helper's directories: /tmp may be a small tmpfs. */
+	/* With the mount helper's directories (scratch.h): /var/tmp first, as /tmp may be a small tmpfs. */
 	snprintf(fs->scratch, sizeof(fs->scratch), "%s/loop-XXXXXX", TEST_SCRATCH_DIR);
-	mkdir(TEST_SCRATCH_DIR, 0755);
 	if (!mkdtemp(fs->scratch)) {
 		fprintf(stderr, "loop_fs: mkdtemp %s: %s\n", fs->scratch, strerror(errno));
 		exit(99);

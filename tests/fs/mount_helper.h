@@ -2,6 +2,8 @@
 #ifndef FUSESCHED_TEST_MOUNT_HELPER_H
 #define FUSESCHED_TEST_MOUNT_HELPER_H
 
+#include "scratch.h" /* TEST_SCRATCH_DIR: where the mounts and their backing directories go */
+
 #include <stdbool.h>
 #include <sys/types.h>
 
