@@ -24,6 +24,9 @@
 #include <sys/syscall.h>
 #include <syslog.h>
 #include <unistd.h>
+#ifdef FUSESCHED_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 static int append_fuse_opt(struct daemon_options *o, const char *opt, char *err,
 			   unsigned long err_bytes)
@@ -302,6 +305,20 @@ static void engine_params_from_config(const struct config *cfg, struct engine_pa
 	ep->sched.idle_fixed_ns = c->idle_mode == CONFIG_IDLE_FIXED ? (uint64_t)c->idle_us * 1000u : 0;
 }
 
+/*
+ * Tells a Type=notify service manager (systemd) the daemon's state:
+ * READY=1 once the mount is up, STOPPING=1 when it starts to drain. A no-op
+ * without NOTIFY_SOCKET in the environment or in a build without libsystemd.
+ */
+static void daemon_notify(const char *state)
+{
+#ifdef FUSESCHED_HAVE_SYSTEMD
+	sd_notify(0, state);
+#else
+	(void)state;
+#endif
+}
+
 /* Once daemonized, stderr is /dev/null: messages go to syslog instead. */
 static void log_to_syslog(enum fuse_log_level level, const char *fmt, va_list ap)
 {
@@ -427,6 +444,7 @@ int daemon_run(const struct daemon_options *o)
 	struct fs *fs = NULL;
 	struct fuse_session *se = NULL;
 	struct ctl_server *ctl = NULL;
+	struct ctl_http *http = NULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	status = 2;
 	const struct tenant_table_params tp = {.max_tenants = DAEMON_MAX_TENANTS};
@@ -460,6 +478,13 @@ int daemon_run(const struct daemon_options *o)
 		.reload_ctx = &reload, .reload_signal = SIGHUP};
 	/* Before mounting: a socket a live daemon owns is a clear error, not a second server. */
 	if (ctl_server_new(&cp, &ctl, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fusesched: %s\n", err);
+		goto out_fs;
+	}
+	/* The same for the metrics listener's address: bound now, served once daemonized. */
+	if (cfg->metrics.listen.set &&
+	    ctl_http_new(ctl, (const struct sockaddr *)&cfg->metrics.listen.addr,
+			 cfg->metrics.listen.addr_len, &http, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fusesched: %s\n", err);
 		goto out_fs;
 	}
@@ -519,6 +544,11 @@ int daemon_run(const struct daemon_options *o)
 		engine_stop(engine);
 		goto out_unmount;
 	}
+	if (http && ctl_http_start(http, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fusesched: %s\n", err);
+		engine_stop(engine);
+		goto out_unmount;
+	}
 
 	struct fuse_loop_config *loop = fuse_loop_cfg_create();
 	if (!loop) {
@@ -527,10 +557,20 @@ int daemon_run(const struct daemon_options *o)
 	}
 	fuse_loop_cfg_set_clone_fd(loop, 0);
 	fuse_loop_cfg_set_max_threads(loop, 64);
+	/* Mounted, engine and control socket running: ready (the PID is the
+	 * daemon's own, after fuse_daemonize, as NotifyAccess=main wants). */
+	char ready[PATH_MAX + 64];
+	snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%ld\nSTATUS=serving %s", (long)getpid(),
+		 real_mnt);
+	daemon_notify(ready);
 	/* Returns after SIGTERM/SIGINT/unmount once every worker finished its request. */
 	/* A positive result is the signal that ended the loop: a clean stop. */
 	status = fuse_session_loop_mt(se, loop) < 0 ? 1 : 0;
+	daemon_notify("STOPPING=1\nSTATUS=draining and unmounting");
 	fuse_loop_cfg_destroy(loop);
+	/* Scrapes end with the mount: the listener goes before the control socket. */
+	ctl_http_free(http);
+	http = NULL;
 	ctl_server_stop(ctl);
 	/* Every request the kernel handed over is answered before the mount goes. */
 	engine_stop(engine);
@@ -542,6 +582,7 @@ out_session:
 	fuse_session_destroy(se);
 out_fs:
 	fuse_opt_free_args(&args);
+	ctl_http_free(http); /* it serves the control server's replies: first */
 	ctl_server_free(ctl);
 	fs_free(fs);
 	engine_free(engine);

@@ -10,6 +10,7 @@
  *                default_weight, honor_cgroup_weights
  *   [tenants]    hierarchy, cache_ttl_ms, retire_idle_ms
  *   [control]    socket, group
+ *   [metrics]    listen
  *   [group "PATTERN"]  weight, account (any number, in file order; PATTERN
  *                is a cgroup path or glob, ** spanning whole components)
  *
@@ -24,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 /* Weights follow the kernel's io.bfq.weight range. */
 #define CONFIG_WEIGHT_MIN 1u
@@ -89,11 +91,23 @@ struct config_control {
 	char *group;		/* NULL: no group, socket mode 0600 */
 };
 
+/* [metrics] listen: where the metrics HTTP listener binds. */
+struct config_listen {
+	bool set;			/* false: no listener (empty or absent) */
+	struct sockaddr_storage addr;	/* a sockaddr_in or sockaddr_in6 */
+	socklen_t addr_len;
+};
+
+struct config_metrics {
+	struct config_listen listen;
+};
+
 struct config {
 	char *source;			/* file name used in messages, or NULL */
 	struct config_scheduler scheduler;
 	struct config_tenants tenants;
 	struct config_control control;
+	struct config_metrics metrics;
 	size_t group_count;
 	struct config_group_rule *groups;	/* first match wins */
 };
@@ -124,6 +138,19 @@ int config_print(const struct config *cfg, FILE *out);
 void config_list_mount_time_changes(const struct config *mounted,
 				    const struct config *reloaded,
 				    char *list, size_t list_len);
+
+/* Parses a [metrics] listen value: "" (no listener), PORT (127.0.0.1:PORT:
+ * loopback unless told otherwise), IPV4:PORT, localhost:PORT, or
+ * [IPV6]:PORT; numeric addresses only (nothing is resolved), PORT 1..65535.
+ * Returns 0, or -EINVAL with the reason (without FILE:LINE) in msg.  Pure:
+ * it accepts a valid address whether or not this build has the listener
+ * (config_load_* refuses it then). */
+int config_parse_listen(const char *text, struct config_listen *out,
+			char *msg, size_t msg_len);
+
+/* LISTEN as a listen value (127.0.0.1:9101, [::1]:9101), "" when not set. */
+void config_format_listen(const struct config_listen *listen, char *buf,
+			  size_t len);
 
 /* Names of enum values, as written in the file. */
 const char *config_policy_name(enum config_policy policy);

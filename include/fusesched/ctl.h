@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 struct stats;
 struct tenant_table;
@@ -100,6 +101,37 @@ void ctl_server_stop(struct ctl_server *s);
 /* Stops the server if it runs, removes the socket if still ours, frees. */
 void ctl_server_free(struct ctl_server *s);
 const char *ctl_server_socket_path(const struct ctl_server *s);
+
+/*
+ * The metrics HTTP listener ([metrics] listen), libmicrohttpd's: GET (or
+ * HEAD) /metrics answers this mount's Prometheus text exposition, printed
+ * by ctl_print_prometheus from the same stat reply the control socket
+ * gives `fusesched stat --prometheus`. Any other path: 404; another method
+ * on /metrics: 405; a request with a body: 413. It runs in its own thread,
+ * takes at most CTL_HTTP_MAX_CONNECTIONS connections (more wait in the
+ * listen backlog until one closes) and drops one idle for
+ * CTL_HTTP_TIMEOUT_S; its clients never reach the control thread or the
+ * engine (a reply only takes the samples' lock for a moment).
+ */
+#define CTL_HTTP_MAX_CONNECTIONS 16u
+#define CTL_HTTP_TIMEOUT_S 5u
+
+struct ctl_http;
+
+/* Whether this build has the listener (libmicrohttpd at build time). */
+bool ctl_http_available(void);
+/*
+ * Binds and listens on ADDR (a sockaddr_in or sockaddr_in6), before
+ * daemonizing, like ctl_server_new: a bind error stops the mount. It serves
+ * SERVER's stat replies once started. Returns 0, or a negative errno with a
+ * message naming the address: -ENOTSUP in a build without the listener.
+ */
+int ctl_http_new(struct ctl_server *server, const struct sockaddr *addr, socklen_t addr_len,
+		 struct ctl_http **out, char *err, size_t err_bytes);
+/* Starts its thread (after daemonizing). Returns 0 or a negative errno with a message. */
+int ctl_http_start(struct ctl_http *h, char *err, size_t err_bytes);
+/* Stops serving, closes the socket (connections are dropped) and frees; NULL is fine. */
+void ctl_http_free(struct ctl_http *h);
 
 /* `fusesched stat ...` and `fusesched reload ...` (arguments after the command). */
 int ctl_run_stat(int argc, char **argv);

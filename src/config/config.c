@@ -15,9 +15,11 @@
  */
 #include "fusesched/config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,7 @@ enum section_id {
 	SEC_SCHEDULER,
 	SEC_TENANTS,
 	SEC_CONTROL,
+	SEC_METRICS,
 	SEC_GROUP,
 	SEC_COUNT,
 };
@@ -36,6 +39,7 @@ static const char *const section_names[SEC_COUNT] = {
 	[SEC_SCHEDULER] = "scheduler",
 	[SEC_TENANTS] = "tenants",
 	[SEC_CONTROL] = "control",
+	[SEC_METRICS] = "metrics",
 	[SEC_GROUP] = "group",
 };
 
@@ -314,6 +318,164 @@ static void print_group_name(const struct key_desc *key, const void *field,
 			key->name);
 }
 
+int config_parse_listen(const char *text, struct config_listen *out,
+			char *msg, size_t msg_len)
+{
+	char host[INET6_ADDRSTRLEN + 1];
+	const char *port_text, *colon;
+	size_t host_len;
+	int family = AF_INET;
+	unsigned long port;
+
+	memset(out, 0, sizeof(*out));
+	if (*text == '\0')
+		return 0;
+	if (text[0] == '[') {
+		const char *close = strchr(text, ']');
+
+		if (!close || close[1] != ':')
+			goto bad_form;
+		family = AF_INET6;
+		host_len = (size_t)(close - text - 1);
+		memcpy(host, text + 1, host_len < sizeof(host) ? host_len : 0);
+		port_text = close + 2;
+	} else if ((colon = strrchr(text, ':'))) {
+		if (memchr(text, ':', (size_t)(colon - text))) {
+			snprintf(msg, msg_len,
+				 "listen: an IPv6 address goes in brackets, as in [::1]:9101, got '%s'",
+				 text);
+			return -EINVAL;
+		}
+		host_len = (size_t)(colon - text);
+		memcpy(host, text, host_len < sizeof(host) ? host_len : 0);
+		port_text = colon + 1;
+	} else {
+		/* PORT alone: loopback, so enabling it exposes nothing. */
+		host_len = strlen("127.0.0.1");
+		memcpy(host, "127.0.0.1", host_len);
+		port_text = text;
+	}
+	if (host_len == 0)
+		goto bad_form;
+	if (host_len >= sizeof(host)) {
+		snprintf(msg, msg_len, "listen: address too long in '%s'", text);
+		return -EINVAL;
+	}
+	host[host_len] = '\0';
+	if (*port_text == '\0' || strspn(port_text, "0123456789") != strlen(port_text)) {
+		if (port_text == text)
+			goto bad_form;
+		snprintf(msg, msg_len, "listen: port must be a number 1..65535, got '%s'",
+			 port_text);
+		return -EINVAL;
+	}
+	port_text += strspn(port_text, "0") == strlen(port_text) ? 0 : strspn(port_text, "0");
+	port = strlen(port_text) > 5 ? 0 : strtoul(port_text, NULL, 10);
+	if (port < 1 || port > 65535) {
+		snprintf(msg, msg_len, "listen: port must be 1..65535, got '%s'",
+			 port_text);
+		return -EINVAL;
+	}
+	if (family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&out->addr;
+
+		if (strcmp(host, "localhost") == 0)
+			strcpy(host, "127.0.0.1");
+		in->sin_family = AF_INET;
+		in->sin_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET, host, &in->sin_addr) != 1) {
+			snprintf(msg, msg_len,
+				 "listen: '%s' is not a numeric IPv4 address (host names are not resolved; IPv6 goes in brackets)",
+				 host);
+			return -EINVAL;
+		}
+		out->addr_len = sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&out->addr;
+
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1) {
+			snprintf(msg, msg_len,
+				 "listen: '%s' is not a numeric IPv6 address",
+				 host);
+			return -EINVAL;
+		}
+		out->addr_len = sizeof(*in6);
+	}
+	out->set = true;
+	return 0;
+
+bad_form:
+	snprintf(msg, msg_len,
+		 "listen must be empty (no listener), PORT (on 127.0.0.1), IPV4:PORT or [IPV6]:PORT, got '%s'",
+		 text);
+	memset(out, 0, sizeof(*out));
+	return -EINVAL;
+}
+
+void config_format_listen(const struct config_listen *listen, char *buf,
+			  size_t len)
+{
+	char host[INET6_ADDRSTRLEN];
+
+	if (len == 0)
+		return;
+	buf[0] = '\0';
+	if (!listen->set)
+		return;
+	if (listen->addr.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 =
+			(const struct sockaddr_in6 *)&listen->addr;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, ntohs(in6->sin6_port));
+	} else {
+		const struct sockaddr_in *in =
+			(const struct sockaddr_in *)&listen->addr;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, ntohs(in->sin_port));
+	}
+}
+
+/* listen = [HOST:]PORT; refused, naming the setting, by a build without
+ * the listener. */
+static int set_listen(const struct key_desc *key, void *field,
+		      const char *text, char *msg, size_t msg_len)
+{
+	struct config_listen parsed;
+	int rc = config_parse_listen(text, &parsed, msg, msg_len);
+
+	if (rc)
+		return rc;
+#ifndef FUSESCHED_HAVE_MICROHTTPD
+	if (parsed.set) {
+		snprintf(msg, msg_len,
+			 "[metrics] %s = %s: this fusesched was built without the metrics HTTP listener (libmicrohttpd was missing); remove the setting, or rebuild with libmicrohttpd-dev installed",
+			 key->name, text);
+		return -EINVAL;
+	}
+#else
+	(void)key;
+#endif
+	*(struct config_listen *)field = parsed;
+	return 0;
+}
+
+static void print_listen(const struct key_desc *key, const void *field,
+			 FILE *out)
+{
+	char text[INET6_ADDRSTRLEN + 16];
+
+	config_format_listen(field, text, sizeof(text));
+	if (text[0])
+		fprintf(out, "%s = %s\n", key->name, text);
+	else
+		fprintf(out, "; %s is not set: no metrics HTTP listener\n",
+			key->name);
+}
+
 /* ---- the key table ------------------------------------------------------ */
 
 #define CFG(member) offsetof(struct config, member)
@@ -347,6 +509,9 @@ static const struct key_desc keys[] = {
 	  CFG(control.socket_path), 0, 108, NULL, "auto", AT_MOUNT },
 	{ SEC_CONTROL, "group", set_group_name, print_group_name,
 	  CFG(control.group), 0, 32, NULL, NULL, AT_MOUNT },
+
+	{ SEC_METRICS, "listen", set_listen, print_listen,
+	  CFG(metrics.listen), 0, 0, NULL, NULL, AT_MOUNT },
 
 	{ SEC_GROUP, "weight", set_u32, print_u32,
 	  RULE(weight), CONFIG_WEIGHT_MIN, CONFIG_WEIGHT_MAX, NULL, NULL,
@@ -479,7 +644,7 @@ static int ini_on_key(void *user, const char *section, const char *name,
 		return 0;
 	if (ctx->section == SEC_NONE) {
 		fail_at(ctx, ctx->lineno, -EINVAL,
-			"key '%s' outside any section (put it under [scheduler], [tenants], [control] or [group \"PATTERN\"])",
+			"key '%s' outside any section (put it under [scheduler], [tenants], [control], [metrics] or [group \"PATTERN\"])",
 			name);
 		return 0;
 	}
@@ -632,7 +797,7 @@ static void parse_header(struct parse_ctx *ctx, char *p)
 			id = (enum section_id)i;
 	if (id == SEC_NONE) {
 		fail_at(ctx, ctx->lineno, -EINVAL,
-			"unknown section [%s] (known: [scheduler], [tenants], [control], [group \"PATTERN\"])",
+			"unknown section [%s] (known: [scheduler], [tenants], [control], [metrics], [group \"PATTERN\"])",
 			name);
 		return;
 	}

@@ -85,6 +85,16 @@ struct ctl_row {
  */
 struct json_object *ctl_tenants_json(const struct ctl_row *rows, size_t n, double interval_s);
 
+/* ---- the server's stat reply (server.c) ---------------------------------- */
+
+struct ctl_server;
+
+/*
+ * What {"cmd":"stat"} answers now (an error reply when out of memory), for
+ * the metrics HTTP listener: any thread, while the server is not freed.
+ */
+struct json_object *ctl_server_stat_reply(struct ctl_server *s);
+
 /* ---- printing a stat reply (client.c) ------------------------------------ */
 
 /*

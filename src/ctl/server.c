@@ -76,6 +76,11 @@ struct ctl_server {
 	bool started;
 	uint64_t start_ns;
 	uint32_t max_tenants;
+	/*
+	 * The samples: swapped by the control thread, read by every stat reply,
+	 * the metrics HTTP listener's (another thread) too.
+	 */
+	pthread_mutex_t sample_lock;
 	struct ctl_sample *older, *newer;
 	uint64_t older_ns, newer_ns;
 	struct ctl_client clients[CTL_MAX_CLIENTS];
@@ -236,6 +241,7 @@ static void ctl_server_release(struct ctl_server *s)
 	free(s->config_path);
 	free(s->older);
 	free(s->newer);
+	pthread_mutex_destroy(&s->sample_lock);
 	free(s);
 }
 
@@ -247,6 +253,7 @@ int ctl_server_new(const struct ctl_server_params *p, struct ctl_server **out, c
 	if (!s)
 		return fail(err, err_bytes, -ENOMEM, "%s", "server");
 	s->listen_fd = s->stop_fd = s->signal_fd = -1;
+	pthread_mutex_init(&s->sample_lock, NULL);
 	s->stats = p->stats;
 	s->tenants = p->tenants;
 	s->reload = p->reload;
@@ -323,6 +330,7 @@ const char *ctl_server_socket_path(const struct ctl_server *s)
 
 static void ctl_sample_take(struct ctl_server *s, uint64_t now)
 {
+	pthread_mutex_lock(&s->sample_lock);
 	struct ctl_sample *t = s->older;
 	s->older = s->newer;
 	s->older_ns = s->newer_ns;
@@ -338,6 +346,7 @@ static void ctl_sample_take(struct ctl_server *s, uint64_t now)
 						   .write_bytes = snap.bytes[STATS_OP_WRITE],
 						   .ops = ops};
 	}
+	pthread_mutex_unlock(&s->sample_lock);
 }
 
 /* Counters only grow, except when a retired tenant's id is reused: never underflow. */
@@ -453,11 +462,12 @@ static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 	ctl_json_add_u64(o, "max_inflight", max_inflight);
 	ctl_json_add_u64(o, "peak_rate_bytes_per_s", peak);
 	ctl_json_add_double(o, "uptime_s", (double)(now - s->start_ns) / CTL_NS_PER_S);
-	double interval_s = (double)(s->newer_ns - s->older_ns) / CTL_NS_PER_S;
-	ctl_json_add_double(o, "interval_s", interval_s);
-
 	struct ctl_row *rows;
+	pthread_mutex_lock(&s->sample_lock);
+	double interval_s = (double)(s->newer_ns - s->older_ns) / CTL_NS_PER_S;
 	size_t n = ctl_rows_collect(s, &rows);
+	pthread_mutex_unlock(&s->sample_lock);
+	ctl_json_add_double(o, "interval_s", interval_s);
 	struct json_object *tenants = ctl_tenants_json(rows, n, interval_s);
 	for (size_t i = 0; i < n; i++)
 		free(rows[i].path);
@@ -468,6 +478,11 @@ static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 	}
 	json_object_object_add(o, "tenants", tenants);
 	return o;
+}
+
+struct json_object *ctl_server_stat_reply(struct ctl_server *s)
+{
+	return ctl_stat_reply(s, clock_now_ns());
 }
 
 /* The deferred keys, one JSON string each. */

@@ -25,9 +25,9 @@
  *   queue          one tenant's requests and everything learned about it.
  *   busy           a queue with requests queued (pending) or at the store
  *                  (in flight).
- *   service        bytes charged to a queue: the bytes it read or wrote, or,
- *                  for requests charged by time (barriers, other ops, seeky
- *                  queues), its share of the store's time at the slot rate.
+ *   service        bytes charged to a queue: for each request the larger of
+ *                  the bytes it read or wrote and the store time it held
+ *                  at the slot rate (bfq.c, time_charge_extra).
  *   virtual time   V, in bytes * WF2Q_SCALE / weight: each queue has a start
  *                  and a finish tag in it and the eligible queue with the
  *                  smallest finish is served next (B-WF2Q+, wf2q.h). V moves
@@ -65,7 +65,8 @@
  *   away           a deep queue all of whose requests came back: for
  *                  away_window_ns it keeps its weight and its place in V.
  *   store share    the store time a request had as its own: the time it was
- *                  in flight, each moment divided by the requests in flight.
+ *                  in flight, in full up to the store's parallelism, past it
+ *                  each moment divided among the requests in flight.
  */
 #ifndef FUSESCHED_SCHED_INTERNAL_H
 #define FUSESCHED_SCHED_INTERNAL_H

@@ -1,8 +1,10 @@
 /* Config parser: defaults, every key, and every kind of malformed input. */
 #include "fusesched/config.h"
 
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -57,6 +59,7 @@ START_TEST(empty_file_gives_defaults)
 	ck_assert_uint_eq(cfg->tenants.retire_idle_ms, 60000);
 	ck_assert_ptr_null(cfg->control.socket_path);
 	ck_assert_ptr_null(cfg->control.group);
+	ck_assert(!cfg->metrics.listen.set);
 	ck_assert_uint_eq(cfg->group_count, 0);
 	ck_assert_str_eq(cfg->source, "t.conf");
 	config_free(cfg);
@@ -151,7 +154,7 @@ START_TEST(unknown_key_names_section_and_suggests)
 	expect_error("[tenants]\nweight = 1\n",
 		     "t.conf:2: unknown key 'weight' in [tenants]");
 	expect_error("policy = bfq\n",
-		     "t.conf:1: key 'policy' outside any section (put it under [scheduler], [tenants], [control] or [group \"PATTERN\"])");
+		     "t.conf:1: key 'policy' outside any section (put it under [scheduler], [tenants], [control], [metrics] or [group \"PATTERN\"])");
 	expect_error("[scheduler]\n = 3\n",
 		     "t.conf:2: missing key name before '=' in [scheduler]");
 }
@@ -240,7 +243,7 @@ END_TEST
 START_TEST(bad_sections)
 {
 	expect_error("[schedular]\n",
-		     "t.conf:1: unknown section [schedular] (known: [scheduler], [tenants], [control], [group \"PATTERN\"])");
+		     "t.conf:1: unknown section [schedular] (known: [scheduler], [tenants], [control], [metrics], [group \"PATTERN\"])");
 	expect_error("[scheduler\npolicy = bfq\n",
 		     "t.conf:1: malformed section header: expected [name] or [group \"PATTERN\"]");
 	expect_error("[group \"/a]\n",
@@ -461,6 +464,15 @@ START_TEST(reload_names_what_waits_for_the_next_mount)
 		"scheduler.policy,scheduler.max_inflight,scheduler.idle,"
 		"scheduler.budget_timeout_ms,scheduler.busy_poll_us,"
 		"control.socket,control.group");
+	/* the listener is bound at mount: a changed address waits (README: reload) */
+	expect_mount_time_changes("", "[metrics]\nlisten = \n", "");
+#ifdef FUSESCHED_HAVE_MICROHTTPD /* else a set listen is refused: metrics_section */
+	expect_mount_time_changes("[metrics]\nlisten = 9101\n",
+				  "[metrics]\nlisten = 127.0.0.1:9101\n", "");
+	expect_mount_time_changes("[metrics]\nlisten = 9101\n",
+				  "[metrics]\nlisten = 9102\n", "metrics.listen");
+	expect_mount_time_changes("", "[metrics]\nlisten = 9101\n", "metrics.listen");
+#endif
 	/* the same value spelt differently is no change; a fixed idle window's length is */
 	expect_mount_time_changes("[scheduler]\npolicy = bfq\nidle = 300\n",
 				  "[scheduler]\npolicy = BFQ\nidle = 300\n", "");
@@ -510,6 +522,135 @@ START_TEST(example_file_parses)
 }
 END_TEST
 
+/* TEXT parses to listen address WANT (as config_format_listen writes it). */
+static void expect_listen(const char *text, const char *want)
+{
+	struct config_listen l;
+	char msg[256], got[128];
+
+	ck_assert_msg(config_parse_listen(text, &l, msg, sizeof(msg)) == 0,
+		      "'%s': %s", text, msg);
+	config_format_listen(&l, got, sizeof(got));
+	ck_assert_msg(strcmp(got, want) == 0, "'%s' -> '%s', want '%s'", text,
+		      got, want);
+	ck_assert(l.set == (want[0] != '\0'));
+}
+
+/* TEXT is refused with a message holding WANT. */
+static void expect_listen_error(const char *text, const char *want)
+{
+	struct config_listen l;
+	char msg[256];
+
+	l.set = true;
+	ck_assert_msg(config_parse_listen(text, &l, msg, sizeof(msg)) == -EINVAL,
+		      "'%s' accepted", text);
+	ck_assert(!l.set);
+	ck_assert_msg(strstr(msg, want) != NULL, "'%s': '%s' lacks '%s'", text,
+		      msg, want);
+}
+
+START_TEST(listen_address_parser)
+{
+	struct config_listen l;
+	char msg[256];
+
+	expect_listen("", "");
+	/* PORT alone is loopback: enabling the listener exposes nothing */
+	expect_listen("9101", "127.0.0.1:9101");
+	expect_listen("127.0.0.1:9101", "127.0.0.1:9101");
+	expect_listen("localhost:1", "127.0.0.1:1");
+	expect_listen("0.0.0.0:65535", "0.0.0.0:65535");
+	expect_listen("10.1.2.3:80", "10.1.2.3:80");
+	expect_listen("[::1]:9101", "[::1]:9101");
+	expect_listen("[::]:9101", "[::]:9101");
+	expect_listen("[0:0:0:0:0:0:0:1]:9101", "[::1]:9101");
+	expect_listen("00009101", "127.0.0.1:9101");
+
+	/* the address itself, ready for bind(2) */
+	ck_assert_int_eq(config_parse_listen("[::1]:443", &l, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(l.addr.ss_family, AF_INET6);
+	ck_assert_uint_eq(l.addr_len, sizeof(struct sockaddr_in6));
+	ck_assert_uint_eq(ntohs(((struct sockaddr_in6 *)&l.addr)->sin6_port), 443);
+	ck_assert(IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&l.addr)->sin6_addr));
+	ck_assert_int_eq(config_parse_listen("9101", &l, msg, sizeof(msg)), 0);
+	ck_assert_int_eq(l.addr.ss_family, AF_INET);
+	ck_assert_uint_eq(l.addr_len, sizeof(struct sockaddr_in));
+	ck_assert_uint_eq(ntohl(((struct sockaddr_in *)&l.addr)->sin_addr.s_addr),
+			  INADDR_LOOPBACK);
+	ck_assert_uint_eq(ntohs(((struct sockaddr_in *)&l.addr)->sin_port), 9101);
+
+	expect_listen_error("0", "port must be 1..65535, got '0'");
+	expect_listen_error("65536", "port must be 1..65535, got '65536'");
+	expect_listen_error("127.0.0.1:99999999999999999999",
+			    "port must be 1..65535");
+	expect_listen_error("127.0.0.1:", "port must be a number");
+	expect_listen_error("127.0.0.1:http", "port must be a number");
+	expect_listen_error("127.0.0.1:-1", "port must be a number");
+	expect_listen_error("127.0.0.1: 9101", "port must be a number");
+	expect_listen_error("abc", "listen must be empty (no listener), PORT");
+	expect_listen_error(":9101", "listen must be");
+	expect_listen_error("[::1]", "listen must be");
+	expect_listen_error("[::1:9101", "listen must be");
+	expect_listen_error("[]:9101", "listen must be");
+	expect_listen_error("::1:9101", "an IPv6 address goes in brackets");
+	expect_listen_error("example.com:9101", "'example.com' is not a numeric IPv4 address");
+	expect_listen_error("256.0.0.1:9101", "not a numeric IPv4 address");
+	expect_listen_error("1.2.3:9101", "not a numeric IPv4 address");
+	expect_listen_error("[127.0.0.1]:9101", "'127.0.0.1' is not a numeric IPv6 address");
+	expect_listen_error("[fe80::1%eth0]:9101", "not a numeric IPv6 address");
+	expect_listen_error("[::1]x:9101", "listen must be");
+}
+END_TEST
+
+/* In the file: a section of its own, errors at their line, AT_MOUNT. */
+START_TEST(metrics_section)
+{
+	struct config *cfg;
+	char err[ERR_LEN];
+	char *out;
+	size_t len;
+	FILE *mem;
+
+	expect_error("[scheduler]\n[metrics]\n\nlisten = 127.0.0.1:0\n",
+		     "t.conf:4: listen: port must be 1..65535, got '0'");
+	expect_error("[metrics]\nlisten = [::1]\n",
+		     "t.conf:2: listen must be empty (no listener), PORT (on 127.0.0.1), IPV4:PORT or [IPV6]:PORT, got '[::1]'");
+	expect_error("[metrics]\nlisen = 9101\n",
+		     "t.conf:2: unknown key 'lisen' in [metrics] (did you mean 'listen'?)");
+	expect_error("[metrics]\nlisten =\nlisten = 9102\n",
+		     "t.conf:3: duplicate key 'listen' in [metrics] (first set at line 2)");
+	expect_error("[metrics]\n[metrics]\n",
+		     "t.conf:2: duplicate section [metrics] (first at line 1)");
+
+	/* empty is off, and prints as a comment that parses back to off */
+	ck_assert_int_eq(load("[metrics]\nlisten =\n", &cfg, err), 0);
+	ck_assert(!cfg->metrics.listen.set);
+	mem = open_memstream(&out, &len);
+	ck_assert_int_eq(config_print(cfg, mem), 0);
+	fclose(mem);
+	ck_assert_ptr_nonnull(strstr(out, "\n[metrics]\n; listen is not set: no metrics HTTP listener\n"));
+	free(out);
+	config_free(cfg);
+
+#ifdef FUSESCHED_HAVE_MICROHTTPD
+	ck_assert_msg(load("[metrics]\nlisten = [::1]:9101 ; scrape me\n", &cfg, err) == 0,
+		      "%s", err);
+	ck_assert(cfg->metrics.listen.set);
+	mem = open_memstream(&out, &len);
+	ck_assert_int_eq(config_print(cfg, mem), 0);
+	fclose(mem);
+	ck_assert_ptr_nonnull(strstr(out, "\n[metrics]\nlisten = [::1]:9101\n"));
+	free(out);
+	config_free(cfg);
+#else
+	/* a build without the listener refuses to enable it, naming the setting */
+	expect_error("[metrics]\nlisten = 9101\n",
+		     "t.conf:2: [metrics] listen = 9101: this fusesched was built without the metrics HTTP listener (libmicrohttpd was missing); remove the setting, or rebuild with libmicrohttpd-dev installed");
+#endif
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -532,6 +673,8 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, reload_names_what_waits_for_the_next_mount);
 	tcase_add_test(tc, load_file_errors);
 	tcase_add_test(tc, example_file_parses);
+	tcase_add_test(tc, listen_address_parser);
+	tcase_add_test(tc, metrics_section);
 	suite_add_tcase(s, tc);
 	return s;
 }
