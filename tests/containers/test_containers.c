@@ -200,28 +200,6 @@ static const char *text_at(struct json_object *t, const char *key)
 	return json_object_get_string(v);
 }
 
-/* The stat reply once no tenant is active: every listed tenant then competes, targets are weights'. */
-static struct json_object *stat_when_idle(const char *mnt, struct json_object **mount)
-{
-	struct json_object *doc = NULL;
-	for (int i = 0; i < 500; i++) {
-		json_object_put(doc);
-		doc = ctl_test_stat(mnt, mount);
-		struct json_object *tenants, *interval, *v;
-		ck_assert(json_object_object_get_ex(*mount, "tenants", &tenants));
-		ck_assert(json_object_object_get_ex(*mount, "interval_s", &interval));
-		bool busy = json_object_get_double(interval) <= 0;
-		for (size_t t = 0; t < json_object_array_length(tenants); t++)
-			busy |= json_object_object_get_ex(json_object_array_get_idx(tenants, t), "active",
-							  &v) &&
-				json_object_get_boolean(v);
-		if (!busy)
-			break;
-		usleep(20000);
-	}
-	return doc;
-}
-
 static void check_container_row(struct json_object *mount, const char *id, const char *parent,
 				const char *name, int weight)
 {
@@ -292,7 +270,7 @@ START_TEST(two_podman_containers_are_two_weighted_tenants)
 	ck_assert_msg(status == 0 && strcmp(out, "0\n0\n") == 0, "containers exited: %s", out);
 	free(out);
 
-	struct json_object *mount, *doc = stat_when_idle(m.mnt, &mount);
+	struct json_object *mount, *doc = ctl_test_stat_idle(m.mnt, &mount);
 	check_container_row(mount, id_class, class_parent, name_class, CLASS_WEIGHT);
 	check_container_row(mount, id_pinned, cg_parent, name_pinned, PINNED_WEIGHT);
 	struct json_object *a = row_with_id(mount, id_class), *b = row_with_id(mount, id_pinned);

@@ -8,6 +8,7 @@
 #include <grp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,40 @@ struct json_object *ctl_test_stat(const char *mnt, struct json_object **mount)
 	ck_assert_int_eq(json_object_array_length(mounts), 1);
 	*mount = json_object_array_get_idx(mounts, 0);
 	return doc;
+}
+
+struct json_object *ctl_test_stat_idle(const char *mnt, struct json_object **mount)
+{
+	struct json_object *doc = NULL;
+	for (int i = 0; i < 1000; i++) {
+		json_object_put(doc);
+		doc = ctl_test_stat(mnt, mount);
+		struct json_object *tenants, *interval, *v;
+		ck_assert(json_object_object_get_ex(*mount, "tenants", &tenants));
+		ck_assert(json_object_object_get_ex(*mount, "interval_s", &interval));
+		bool busy = json_object_get_double(interval) <= 0;
+		for (size_t t = 0; t < json_object_array_length(tenants); t++)
+			busy |= json_object_object_get_ex(json_object_array_get_idx(tenants, t), "active",
+							  &v) &&
+				json_object_get_boolean(v);
+		if (!busy)
+			break;
+		usleep(20000);
+	}
+	return doc;
+}
+
+void ctl_test_write_direct(const struct test_mount *m, const char *rel, int blocks)
+{
+	int fd = open(test_mnt_path(m, rel), O_CREAT | O_WRONLY | O_DIRECT, 0644);
+	ck_assert_int_ge(fd, 0);
+	void *buf;
+	ck_assert_int_eq(posix_memalign(&buf, 4096, 4096), 0);
+	memset(buf, 'x', 4096);
+	for (int i = 0; i < blocks; i++)
+		ck_assert_int_eq(pwrite(fd, buf, 4096, (off_t)i * 4096), 4096);
+	free(buf);
+	close(fd);
 }
 
 struct json_object *ctl_test_tenant(struct json_object *mount, const char *cgroup)

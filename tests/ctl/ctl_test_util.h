@@ -17,6 +17,16 @@ char *ctl_test_capture(int *status, const char *fmt, ...) __attribute__((format(
 /* `fusesched stat MNT --json`, parsed; the mount's object is *mount. Fails the test on error. */
 struct json_object *ctl_test_stat(const char *mnt, struct json_object **mount);
 
+/*
+ * The stat reply once no tenant is active any more (up to 20 s): every
+ * listed tenant then competes, so the targets are the weights' alone; a
+ * whole sampling interval has passed by then, so the engine has published
+ * where each queue is (it does every 100 ms).
+ */
+struct json_object *ctl_test_stat_idle(const char *mnt, struct json_object **mount);
+/* Writes BLOCKS 4 KiB blocks to MNT-relative REL with O_DIRECT, so they reach the daemon now. */
+void ctl_test_write_direct(const struct test_mount *m, const char *rel, int blocks);
+
 /* The tenant row whose cgroup is CGROUP, or NULL. */
 struct json_object *ctl_test_tenant(struct json_object *mount, const char *cgroup);
 /* Integer at a dotted path ("ops.write") of a tenant row; -1 when the tenant is missing. */

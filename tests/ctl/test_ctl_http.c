@@ -209,20 +209,6 @@ static char *shape(const char *exposition)
 	return text;
 }
 
-/* Writes BLOCKS 4 KiB blocks with O_DIRECT, so they reach the daemon now. */
-static void write_some(const struct test_mount *m, const char *rel, int blocks)
-{
-	int fd = open(test_mnt_path(m, rel), O_CREAT | O_WRONLY | O_DIRECT, 0644);
-	ck_assert_int_ge(fd, 0);
-	void *buf;
-	ck_assert_int_eq(posix_memalign(&buf, 4096, 4096), 0);
-	memset(buf, 'x', 4096);
-	for (int i = 0; i < blocks; i++)
-		ck_assert_int_eq(pwrite(fd, buf, 4096, (off_t)i * 4096), 4096);
-	free(buf);
-	close(fd);
-}
-
 /* The tenant label of the one tenant that did I/O (this process's cgroup). */
 static char *only_tenant(const struct test_mount *m)
 {
@@ -305,7 +291,7 @@ START_TEST(metrics_over_http_match_stat_prometheus)
 	struct test_mount m;
 	mount_listening(&m, listen);
 	ck_assert_int_eq(daemon_tcp_sockets(m.daemon_pid, 0x0A, port), 1);
-	write_some(&m, "h", 6);
+	ctl_test_write_direct(&m, "h", 6);
 	char *tenant = only_tenant(&m);
 
 	struct http_reply r = http_get(AF_INET, port, "GET", "/metrics");
@@ -401,7 +387,7 @@ START_TEST(ipv6_loopback)
 	snprintf(listen, sizeof(listen), "[::1]:%u", port);
 	struct test_mount m;
 	mount_listening(&m, listen);
-	write_some(&m, "v6", 2);
+	ctl_test_write_direct(&m, "v6", 2);
 	struct http_reply r = http_get(AF_INET6, port, "GET", "/metrics");
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_ptr_nonnull(strstr(r.body, "fusesched_tenant_bytes_total{"));
@@ -417,7 +403,7 @@ START_TEST(no_listener_unless_configured)
 	unsigned port = free_port(AF_INET);
 	struct test_mount m;
 	test_mount_start(&m, NULL);
-	write_some(&m, "n", 1);
+	ctl_test_write_direct(&m, "n", 1);
 	ck_assert_int_eq(daemon_tcp_sockets(m.daemon_pid, 0x0A, 0), 0);
 	ck_assert_int_eq(tcp_connect(AF_INET, port), -ECONNREFUSED);
 	test_mount_require_clean_exit(test_mount_stop(&m));
@@ -526,7 +512,7 @@ START_TEST(idle_connections_beyond_the_limit_do_not_lock_out_a_scrape)
 	CTL_TEST_POLL(daemon_tcp_sockets(m.daemon_pid, 0x01, port) >= (int)CTL_HTTP_MAX_CONNECTIONS);
 	ck_assert_int_eq(daemon_tcp_sockets(m.daemon_pid, 0x01, port), CTL_HTTP_MAX_CONNECTIONS);
 	/* Meanwhile the mount and its control socket serve as ever. */
-	write_some(&m, "busy", 4);
+	ctl_test_write_direct(&m, "busy", 4);
 	struct json_object *mount, *doc = ctl_test_stat(m.mnt, &mount);
 	json_object_put(doc);
 	int status;

@@ -83,19 +83,6 @@ static bool ask(int fd, const char *line, char *err, size_t err_bytes)
 	return good;
 }
 
-static void write_some(const struct test_mount *m, const char *rel, int blocks)
-{
-	int fd = open(test_mnt_path(m, rel), O_CREAT | O_WRONLY | O_DIRECT, 0644);
-	ck_assert_int_ge(fd, 0);
-	void *buf;
-	ck_assert_int_eq(posix_memalign(&buf, 4096, 4096), 0);
-	memset(buf, 'x', 4096);
-	for (int i = 0; i < blocks; i++)
-		ck_assert_int_eq(pwrite(fd, buf, 4096, (off_t)i * 4096), 4096);
-	free(buf);
-	close(fd);
-}
-
 static void assert_stat_works(const struct test_mount *m)
 {
 	struct json_object *mount, *doc = ctl_test_stat(m->mnt, &mount), *ok;
@@ -174,7 +161,7 @@ START_TEST(garbage_oversized_half_written_and_many_clients_do_not_hurt)
 	assert_stat_works(&m);
 	close(fd);
 
-	write_some(&m, "after", 3);
+	ctl_test_write_direct(&m, "after", 3);
 	assert_stat_works(&m);
 	test_mount_require_clean_exit(test_mount_stop(&m));
 }
@@ -453,7 +440,7 @@ START_TEST(json_has_every_documented_field)
 {
 	struct test_mount m;
 	test_mount_start(&m, NULL);
-	write_some(&m, "j", 5);
+	ctl_test_write_direct(&m, "j", 5);
 	struct json_object *mount, *doc = ctl_test_stat(m.mnt, &mount);
 	for (size_t i = 0; i < sizeof(MOUNT_FIELDS) / sizeof(MOUNT_FIELDS[0]); i++) {
 		bool present;
@@ -615,7 +602,7 @@ START_TEST(prometheus_output_is_valid_exposition_format)
 {
 	struct test_mount m;
 	test_mount_start(&m, NULL);
-	write_some(&m, "p", 6);
+	ctl_test_write_direct(&m, "p", 6);
 	/* Our own writes, whatever cgroup this runner is in: find the tenant in the JSON. */
 	struct json_object *mount, *doc = ctl_test_stat(m.mnt, &mount), *tenants;
 	ck_assert(json_object_object_get_ex(mount, "tenants", &tenants));

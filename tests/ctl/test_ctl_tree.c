@@ -138,32 +138,6 @@ static void run_writer(const char *group, uid_t uid, const char *path, int block
 	run_writer_in(CG_V2, group, uid, path, blocks);
 }
 
-/* The stat reply once no tenant is active any more: every listed tenant
- * then competes, so the targets are the weights' alone. A whole sampling
- * interval has passed by then, so the engine has published where each
- * queue is (it does every 100 ms). */
-static struct json_object *stat_when_idle(const char *mnt, struct json_object **mount)
-{
-	struct json_object *doc = NULL;
-	for (int i = 0; i < 1000; i++) {
-		json_object_put(doc);
-		doc = ctl_test_stat(mnt, mount);
-		struct json_object *tenants, *v;
-		ck_assert(json_object_object_get_ex(*mount, "tenants", &tenants));
-		struct json_object *interval;
-		ck_assert(json_object_object_get_ex(*mount, "interval_s", &interval));
-		bool busy = json_object_get_double(interval) <= 0;
-		for (size_t t = 0; t < json_object_array_length(tenants); t++)
-			busy |= json_object_object_get_ex(json_object_array_get_idx(tenants, t), "active",
-							  &v) &&
-				json_object_get_boolean(v);
-		if (!busy)
-			break;
-		usleep(20000);
-	}
-	return doc;
-}
-
 static struct json_object *row(struct json_object *mount, const char *cgroup)
 {
 	struct json_object *t = ctl_test_tenant(mount, cgroup);
@@ -209,7 +183,7 @@ START_TEST(kubernetes_docker_and_podman_shapes_form_the_tree)
 		snprintf(name, sizeof(name), "f%zu", i);
 		run_writer(leaves[i], 0, test_mnt_path(&m, name), 4);
 	}
-	struct json_object *mount, *doc = stat_when_idle(m.mnt, &mount);
+	struct json_object *mount, *doc = ctl_test_stat_idle(m.mnt, &mount);
 	struct json_object *pa = row(mount, pod_a), *pb = row(mount, pod_b);
 	ck_assert_int_eq(field(pa, "weight"), 200);
 	ck_assert_int_eq(field(pb, "weight"), 100);
@@ -293,7 +267,7 @@ START_TEST(delegated_subtree_children_divide_its_share)
 		run_writer(kid[i], DELEGATE_UID, test_mnt_path(&m, name), 4);
 	}
 	run_writer(other, 0, test_mnt_path(&m, "o"), 4);
-	struct json_object *mount, *doc = stat_when_idle(m.mnt, &mount);
+	struct json_object *mount, *doc = ctl_test_stat_idle(m.mnt, &mount);
 	struct json_object *dr = row(mount, deleg);
 	ck_assert_int_eq(field(dr, "weight"), 10);
 	double kids_target = 0;
@@ -321,7 +295,7 @@ START_TEST(reload_of_a_pods_weight_reaches_its_containers)
 	mount_with_config(&m);
 	run_writer(kid_a, 0, test_mnt_path(&m, "a"), 4);
 	run_writer(kid_b[0], 0, test_mnt_path(&m, "b"), 4);
-	struct json_object *mount, *doc = stat_when_idle(m.mnt, &mount);
+	struct json_object *mount, *doc = ctl_test_stat_idle(m.mnt, &mount);
 	ck_assert_double_eq_tol(target(row(mount, kid_a)) / target(row(mount, kid_b[0])), 2.0, 1e-9);
 	json_object_put(doc);
 
@@ -331,7 +305,7 @@ START_TEST(reload_of_a_pods_weight_reaches_its_containers)
 	ck_assert_msg(status == 0, "reload: %s", out);
 	free(out);
 	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, pod_a, "weight") == 600);
-	doc = stat_when_idle(m.mnt, &mount);
+	doc = ctl_test_stat_idle(m.mnt, &mount);
 	struct json_object *pa = row(mount, pod_a), *ka = row(mount, kid_a);
 	ck_assert_int_eq(field(pa, "weight"), 600);
 	ck_assert_int_eq(field(ka, "parent"), field(pa, "id"));
@@ -377,7 +351,7 @@ START_TEST(a_set_weight_file_makes_a_level)
 	run_writer_in(CG_BLKIO, kids[0], 0, test_mnt_path(&m, "k0"), 4);
 	run_writer_in(CG_BLKIO, kids[1], 0, test_mnt_path(&m, "k1"), 4);
 	run_writer_in(CG_BLKIO, other, 0, test_mnt_path(&m, "o"), 4);
-	struct json_object *mount, *doc = stat_when_idle(m.mnt, &mount);
+	struct json_object *mount, *doc = ctl_test_stat_idle(m.mnt, &mount);
 	struct json_object *pod = row(mount, wpod), *o = row(mount, other);
 	ck_assert_int_eq(field(pod, "weight"), 300);
 	struct json_object *src;
@@ -410,7 +384,7 @@ START_TEST(account_subtree_makes_a_pod_one_tenant)
 		run_writer(kid_b[i], 0, test_mnt_path(&m, name), 3 + i);
 	}
 	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, pod_b, "ops.write") == 3 + 4 + 5);
-	struct json_object *mount, *doc = stat_when_idle(m.mnt, &mount);
+	struct json_object *mount, *doc = ctl_test_stat_idle(m.mnt, &mount);
 	struct json_object *pb = row(mount, pod_b);
 	ck_assert_int_eq(field(pb, "parent"), -1);
 	ck_assert_int_eq(field(pb, "queue_group"), -1);
