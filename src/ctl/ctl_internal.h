@@ -75,13 +75,16 @@ struct ctl_row {
 	char *path;
 	bool active;                /* did I/O in the last interval, or has requests queued or in flight */
 	uint64_t interval_bytes, interval_read, interval_write, interval_ops;
+	uint64_t interval_charged;  /* the scheduler's service over the interval (store time, in bytes) */
 	struct stats_tenant_snapshot snap;
 };
 
 /*
  * The "tenants" array of a stat reply, one object per row in row order:
- * hierarchical target_share; share_interval and share_total of each row's
- * subtree (itself and its descendants among ROWS). NULL when out of memory.
+ * hierarchical target_share; share_interval and share_total (of bytes) and
+ * time_share_interval and time_share_total (of the service the scheduler
+ * charged: store time) of each row's subtree (itself and its descendants
+ * among ROWS). NULL when out of memory.
  */
 struct json_object *ctl_tenants_json(const struct ctl_row *rows, size_t n, double interval_s);
 

@@ -44,6 +44,7 @@
 /* Cumulative counters of one tenant at a sample time, for per-interval rates. */
 struct ctl_sample {
 	uint64_t read_bytes, write_bytes, ops;
+	uint64_t charged_bytes;     /* the scheduler's service: store time in bytes */
 };
 
 struct ctl_client {
@@ -344,7 +345,8 @@ static void ctl_sample_take(struct ctl_server *s, uint64_t now)
 			ops += snap.ops[op];
 		s->newer[id] = (struct ctl_sample){.read_bytes = snap.bytes[STATS_OP_READ],
 						   .write_bytes = snap.bytes[STATS_OP_WRITE],
-						   .ops = ops};
+						   .ops = ops,
+						   .charged_bytes = snap.sched.charged_bytes};
 	}
 	pthread_mutex_unlock(&s->sample_lock);
 }
@@ -397,6 +399,7 @@ static bool ctl_row_add(struct ctl_server *s, uint32_t id, const struct stats_te
 	r->interval_write = delta(s->newer[id].write_bytes, s->older[id].write_bytes);
 	r->interval_bytes = r->interval_read + r->interval_write;
 	r->interval_ops = delta(s->newer[id].ops, s->older[id].ops);
+	r->interval_charged = delta(s->newer[id].charged_bytes, s->older[id].charged_bytes);
 	r->active = r->interval_ops || snap->sched.pending || snap->sched.inflight;
 	(*n)++;
 	return true;

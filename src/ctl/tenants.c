@@ -29,8 +29,13 @@ static const char *weight_source_name(enum tenant_weight_source src)
 	return "default";
 }
 
-static struct json_object *ctl_row_json(const struct ctl_row *r, double target, double share_interval,
-					double share_total, double interval_s)
+/* A row's shares of its subtree: target, of bytes and of store time. */
+struct row_shares {
+	double target, bytes_interval, bytes_total, time_interval, time_total;
+};
+
+static struct json_object *ctl_row_json(const struct ctl_row *r, const struct row_shares *sh,
+					double interval_s)
 {
 	const struct sched_queue_stats *q = &r->snap.sched;
 	struct json_object *t = json_object_new_object();
@@ -48,9 +53,11 @@ static struct json_object *ctl_row_json(const struct ctl_row *r, double target, 
 	ctl_json_add_u64(t, "weight", r->weight);
 	json_object_object_add(t, "weight_source", json_object_new_string(weight_source_name(r->source)));
 	json_object_object_add(t, "active", json_object_new_boolean(r->active));
-	ctl_json_add_double(t, "target_share", target);
-	ctl_json_add_double(t, "share_interval", share_interval);
-	ctl_json_add_double(t, "share_total", share_total);
+	ctl_json_add_double(t, "target_share", sh->target);
+	ctl_json_add_double(t, "share_interval", sh->bytes_interval);
+	ctl_json_add_double(t, "share_total", sh->bytes_total);
+	ctl_json_add_double(t, "time_share_interval", sh->time_interval);
+	ctl_json_add_double(t, "time_share_total", sh->time_total);
 	ctl_json_add_double(t, "read_bytes_per_s", interval_s > 0 ? (double)r->interval_read / interval_s : 0);
 	ctl_json_add_double(t, "write_bytes_per_s", interval_s > 0 ? (double)r->interval_write / interval_s : 0);
 	ctl_json_add_double(t, "iops", interval_s > 0 ? (double)r->interval_ops / interval_s : 0);
@@ -89,40 +96,55 @@ static struct json_object *ctl_row_json(const struct ctl_row *r, double target, 
 	return t;
 }
 
+/* What each row's subtree got of a counter, over SUM. */
+static double share_of(uint64_t sub, uint64_t sum)
+{
+	return sum ? (double)sub / (double)sum : 0;
+}
+
 struct json_object *ctl_tenants_json(const struct ctl_row *rows, size_t n, double interval_s)
 {
 	size_t m = n ? n : 1;
 	struct ctl_tree_node *nodes = malloc(m * sizeof(*nodes));
 	double *target = malloc(m * sizeof(*target));
-	/* Own and subtree bytes, over the interval and since mount. */
-	uint64_t *own = malloc(4 * m * sizeof(*own));
+	/* Own and subtree counters: bytes and charged service, over the
+	 * interval and since mount. */
+	enum { BYTES_INTERVAL, BYTES_TOTAL, TIME_INTERVAL, TIME_TOTAL, NCOUNTERS };
+	uint64_t *own = malloc(2 * NCOUNTERS * m * sizeof(*own));
 	struct json_object *tenants = NULL;
 	if (!nodes || !target || !own)
 		goto out;
-	uint64_t *own_total = own + m, *sub_interval = own_total + m, *sub_total = sub_interval + m;
-	uint64_t interval_bytes = 0, total_bytes = 0;
+	uint64_t *sub = own + NCOUNTERS * m, sum[NCOUNTERS] = {0};
 	for (size_t i = 0; i < n; i++) {
 		const struct ctl_row *r = &rows[i];
 		nodes[i] = (struct ctl_tree_node){
 			.id = r->id, .parent = r->parent, .weight = r->weight, .active = r->active};
-		own[i] = r->interval_bytes;
-		own_total[i] = r->snap.bytes[STATS_OP_READ] + r->snap.bytes[STATS_OP_WRITE];
-		interval_bytes += own[i];
-		total_bytes += own_total[i];
+		own[BYTES_INTERVAL * m + i] = r->interval_bytes;
+		own[BYTES_TOTAL * m + i] = r->snap.bytes[STATS_OP_READ] + r->snap.bytes[STATS_OP_WRITE];
+		own[TIME_INTERVAL * m + i] = r->interval_charged;
+		own[TIME_TOTAL * m + i] = r->snap.sched.charged_bytes;
+		for (int c = 0; c < NCOUNTERS; c++)
+			sum[c] += own[c * m + i];
 	}
-	if (ctl_tree_target_shares(nodes, n, target) < 0 ||
-	    ctl_tree_subtree_sums(nodes, n, own, sub_interval) < 0 ||
-	    ctl_tree_subtree_sums(nodes, n, own_total, sub_total) < 0)
+	if (ctl_tree_target_shares(nodes, n, target) < 0)
 		goto out;
+	for (int c = 0; c < NCOUNTERS; c++)
+		if (ctl_tree_subtree_sums(nodes, n, own + c * m, sub + c * m) < 0)
+			goto out;
 	/*
 	 * A parent's received shares are its subtree's, like its target: the
 	 * two compare like with like, and top-level shares still add up to 1.
 	 */
 	tenants = json_object_new_array();
 	for (size_t i = 0; i < n; i++) {
-		double si = interval_bytes ? (double)sub_interval[i] / (double)interval_bytes : 0;
-		double st = total_bytes ? (double)sub_total[i] / (double)total_bytes : 0;
-		json_object_array_add(tenants, ctl_row_json(&rows[i], target[i], si, st, interval_s));
+		const struct row_shares sh = {
+			.target = target[i],
+			.bytes_interval = share_of(sub[BYTES_INTERVAL * m + i], sum[BYTES_INTERVAL]),
+			.bytes_total = share_of(sub[BYTES_TOTAL * m + i], sum[BYTES_TOTAL]),
+			.time_interval = share_of(sub[TIME_INTERVAL * m + i], sum[TIME_INTERVAL]),
+			.time_total = share_of(sub[TIME_TOTAL * m + i], sum[TIME_TOTAL]),
+		};
+		json_object_array_add(tenants, ctl_row_json(&rows[i], &sh, interval_s));
 	}
 out:
 	free(nodes);

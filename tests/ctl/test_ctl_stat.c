@@ -189,6 +189,13 @@ START_TEST(json_has_parent_ids_tree_targets_and_subtree_shares)
 		row(5, NONE, "/pod", false, 0, 0), row(8, 5, "/pod/c2", true, 100, 1000),
 		row(9, NONE, "/other", true, 400, 4000),
 	};
+	/* Charged service (store time in bytes): c1's requests cost more per byte. */
+	rows[0].interval_charged = 500;
+	rows[0].snap.sched.charged_bytes = 5000;
+	rows[3].interval_charged = 100;
+	rows[3].snap.sched.charged_bytes = 1000;
+	rows[4].interval_charged = 400;
+	rows[4].snap.sched.charged_bytes = 4000;
 	struct json_object *tenants = ctl_tenants_json(rows, 5, 1.0), *v;
 	ck_assert_ptr_nonnull(tenants);
 	/* A child names its parent's id; a top-level tenant has the key, null. */
@@ -208,6 +215,13 @@ START_TEST(json_has_parent_ids_tree_targets_and_subtree_shares)
 	ck_assert_double_eq_tol(dbl(by_id(tenants, 5), "share_total"), 0.5, 1e-12);
 	ck_assert_double_eq_tol(dbl(by_id(tenants, 7), "share_interval"), 0.375, 1e-12);
 	ck_assert_double_eq_tol(dbl(by_id(tenants, 8), "share_total"), 0.125, 1e-12);
+	/* Store-time shares, from the scheduler's charged service, by subtree
+	 * too: they differ from the byte shares when requests cost
+	 * differently per byte. */
+	ck_assert_double_eq_tol(dbl(by_id(tenants, 5), "time_share_interval"), 0.6, 1e-12);
+	ck_assert_double_eq_tol(dbl(by_id(tenants, 7), "time_share_interval"), 0.5, 1e-12);
+	ck_assert_double_eq_tol(dbl(by_id(tenants, 9), "time_share_total"), 0.4, 1e-12);
+	ck_assert_double_eq_tol(dbl(by_id(tenants, 0), "time_share_total"), 0, 1e-12);
 	/* Its own rates stay its own (none). */
 	ck_assert(dbl(by_id(tenants, 5), "write_bytes_per_s") == 0);
 	/* Row order is kept, and the JSON text carries the id. */
@@ -313,7 +327,8 @@ END_TEST
 
 #define FLAT_TENANTS(parent)                                                                       \
 	"{\"id\":2," parent "\"cgroup\":\"/demo-bronze\",\"weight\":100,\"target_share\":0.111111,"     \
-	"\"share_interval\":0.481,\"share_total\":0.5,\"read_bytes_per_s\":0,"                         \
+	"\"share_interval\":0.481,\"share_total\":0.5,\"time_share_interval\":0.3,"                   \
+	"\"read_bytes_per_s\":0,"                                                                       \
 	"\"write_bytes_per_s\":128974848,\"iops\":1970,"                                               \
 	"\"latency_ns\":{\"p50\":262144,\"p99\":1048576,\"max\":24700000},\"queued\":2,\"inflight\":1," \
 	"\"idle_windows\":206,\"idle_ns\":21400000,"                                                   \
@@ -321,7 +336,8 @@ END_TEST
 	"\"expirations\":{\"exhausted\":116,\"timeout\":0,\"emptied\":1330,\"too_idle\":3,"            \
 	"\"preempted\":173}},"                                                                         \
 	"{\"id\":1," parent "\"cgroup\":\"/demo-gold\",\"weight\":800,\"target_share\":0.888889,"       \
-	"\"share_interval\":0.519,\"share_total\":0.5,\"read_bytes_per_s\":0,"                         \
+	"\"share_interval\":0.519,\"share_total\":0.5,\"time_share_interval\":0.7,"                   \
+	"\"read_bytes_per_s\":0,"                                                                       \
 	"\"write_bytes_per_s\":139460608,\"iops\":2120,"                                               \
 	"\"latency_ns\":{\"p50\":262144,\"p99\":1048576,\"max\":25500000},\"queued\":0,\"inflight\":0," \
 	"\"idle_windows\":1090,\"idle_ns\":125000000,"                                                 \
@@ -329,15 +345,15 @@ END_TEST
 	"\"expirations\":{\"exhausted\":637,\"timeout\":0,\"emptied\":1900,\"too_idle\":69,"           \
 	"\"preempted\":0}},"                                                                           \
 	"{\"id\":0," parent "\"cgroup\":\"\",\"weight\":100,\"target_share\":0,\"share_interval\":0,"  \
-	"\"share_total\":0,\"latency_ns\":{\"p50\":0,\"p99\":0,\"max\":0}}"
+	"\"share_total\":0,\"time_share_interval\":0,\"latency_ns\":{\"p50\":0,\"p99\":0,\"max\":0}}"
 
 /* Printed by the flat printer before the tree: a flat mount must print the same bytes. */
 static const char FLAT_BY_WEIGHT[] =
 	"mount /mnt/m  backing /srv/b  policy bfq  in flight 3/32  peak 700MiB/s  uptime 1h02m05s\n"
-	"TENANT       WEIGHT TARGET  SHARE SH.ALL   READ/s  WRITE/s   IOPS     P50     P99     MAX QUEUED  INFL  IDLE#    IDLE   INJ w/f/g   EXP x/t/e/i/p\n"
-	"/demo-gold      800  88.9%  51.9%  50.0%       0B   133MiB  2.12k   262us  1.05ms  25.5ms      0     0  1.09k   125ms       1/0/9 637/0/1.90k/69/0\n"
-	"(default)       100   0.0%   0.0%   0.0%       0B       0B      0     0ns     0ns     0ns      0     0      0     0ns       0/0/0       0/0/0/0/0\n"
-	"/demo-bronze    100  11.1%  48.1%  50.0%       0B   123MiB  1.97k   262us  1.05ms  24.7ms      2     1    206  21.4ms 234/0/1.14k 116/0/1.33k/3/173\n";
+	"TENANT       WEIGHT TARGET  SHARE SH.ALL   TIME   READ/s  WRITE/s   IOPS     P50     P99     MAX QUEUED  INFL  IDLE#    IDLE   INJ w/f/g   EXP x/t/e/i/p\n"
+	"/demo-gold      800  88.9%  51.9%  50.0%  70.0%       0B   133MiB  2.12k   262us  1.05ms  25.5ms      0     0  1.09k   125ms       1/0/9 637/0/1.90k/69/0\n"
+	"(default)       100   0.0%   0.0%   0.0%   0.0%       0B       0B      0     0ns     0ns     0ns      0     0      0     0ns       0/0/0       0/0/0/0/0\n"
+	"/demo-bronze    100  11.1%  48.1%  50.0%  30.0%       0B   123MiB  1.97k   262us  1.05ms  24.7ms      2     1    206  21.4ms 234/0/1.14k 116/0/1.33k/3/173\n";
 
 START_TEST(flat_table_is_unchanged_with_null_or_no_parents)
 {
