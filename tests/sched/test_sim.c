@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static struct sim_result run(const struct sim_scenario *sc, void (*set)(struct sched_params *))
 {
@@ -528,6 +529,46 @@ START_TEST(h2_injected_deep_siblings_equal)
 }
 END_TEST
 
+/* The attack on injection: a weight-1 tenant streaming small sync writes
+ * (barriers, injected first while a heavy depth-1 reader is idled for)
+ * next to a backlogged weight-100 reader. Every injection door admits only
+ * a queue owed service, so the weight-1 stream gets about its share of the
+ * store's time, not whatever each idle window leaves; let in whenever the
+ * reader idled, it took 36x its part (0.36 of the rest against 0.0099). */
+START_TEST(injected_barriers_keep_to_their_weight)
+{
+	struct sim_scenario sc;
+	memset(&sc, 0, sizeof(sc));
+	sc.name = "barrier stream";
+	sc.about = "w1 4 KiB sync writer x8, w800 depth-1 reader, w100 deep reader";
+	sim_device_fast(&sc.dev, 16);
+	sc.max_inflight = 16;
+	sc.duration_ns = 1000 * MS;
+	sc.warmup_ns = 100 * MS;
+	sc.seed = 0x5eed0023;
+	sc.t[0] = (struct sim_tenant){ .name = "barriers", .weight = 1, .depth = 8,
+				       .think_ns = 10000, .op = SCHED_OP_WRITE, .bytes = 4096,
+				       .sync = true, .journal = -1 };
+	sc.t[1] = (struct sim_tenant){ .name = "idled-for", .weight = 800, .depth = 1,
+				       .think_ns = 20000, .op = SCHED_OP_READ, .bytes = 4096,
+				       .sync = true, .journal = -1 };
+	sc.t[2] = (struct sim_tenant){ .name = "backlogged", .weight = 100, .depth = 32,
+				       .think_ns = 10000, .op = SCHED_OP_READ, .bytes = 65536,
+				       .sync = true, .journal = -1 };
+	sc.ntenants = 3;
+	struct sim_result bfq = run(&sc, sim_params_bfq);
+	double total = 0;
+	for (unsigned i = 0; i < 3; i++)
+		total += (double)bfq.t[i].store_ns;
+	/* what the reader idled for leaves is the two others', 1:100 */
+	double left = total - (double)bfq.t[1].store_ns;
+	double got = (double)bfq.t[0].store_ns / left;
+	ck_assert_msg(got <= 3.0 / 101, "weight-1 barrier stream took %.4f of the rest, its part %.4f",
+		      got, 1.0 / 101);
+	ck_assert_uint_gt(bfq.t[1].st.idle_windows, 100);
+}
+END_TEST
+
 /* Same seed, same numbers: the simulator is a test instrument. */
 START_TEST(sim_is_deterministic)
 {
@@ -558,6 +599,7 @@ int main(void)
 	tcase_add_test(tc, s4_fuse_round_trip_5_3_1);
 	tcase_add_test(tc, s5_serial_idling_earns_ratio);
 	tcase_add_test(tc, s5_parallel_work_conserving);
+	tcase_add_test(tc, injected_barriers_keep_to_their_weight);
 	tcase_add_test(tc, sim_is_deterministic);
 	suite_add_tcase(s, tc);
 	TCase *tree = tcase_create("tree");
