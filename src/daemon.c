@@ -4,6 +4,7 @@
 #include "fusesched/daemon.h"
 #include "fusesched/engine.h"
 #include "fusesched/fs.h"
+#include "fusesched/kernel_queue.h"
 #include "fusesched/mountinfo.h"
 #include "fusesched/stats.h"
 #include "fusesched/tenant.h"
@@ -77,7 +78,7 @@ const struct daemon_mount_opt daemon_mount_opts[] = {
 	{"uring_only", NULL, NULL, OPT_FLAG(uring_only, true),
 	 "every data request through io_uring (see README)"},
 	{"max_background", "N", NULL, OPT_FILE(max_background),
-	 "async requests the kernel sends at once, 1..65535 (default 1024; see README)"},
+	 "async requests the kernel sends at once, 1..65535 (default: sized, at most 1024)"},
 	{NULL, NULL, NULL, 0, 0, false, NULL},
 };
 
@@ -320,6 +321,15 @@ static void daemon_notify(const char *state)
 }
 
 /* Once daemonized, stderr is /dev/null: messages go to syslog instead. */
+/* The engine's new size for the kernel's async request queue (engine.h). */
+static void set_kernel_queue(void *fd, uint32_t limit)
+{
+	int r = kernel_queue_set(*(const int *)fd, limit);
+	if (r)
+		fuse_log(FUSE_LOG_WARNING, "fusesched: cannot set max_background to %u: %s\n", limit,
+			 strerror(-r));
+}
+
 static void log_to_syslog(enum fuse_log_level level, const char *fmt, va_list ap)
 {
 	vsyslog((int)level, fmt, ap);
@@ -446,6 +456,7 @@ int daemon_run(const struct daemon_options *o)
 	struct ctl_server *ctl = NULL;
 	struct ctl_http *http = NULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	int kernel_queue_fd = -1;
 	status = 2;
 	const struct tenant_table_params tp = {.max_tenants = DAEMON_MAX_TENANTS};
 	if (!stats) {
@@ -527,6 +538,17 @@ int daemon_run(const struct daemon_options *o)
 		fprintf(stderr, "fusesched: cannot attach to the FUSE channel\n");
 		goto out_unmount;
 	}
+	/* Mounted, INIT not yet answered: the kernel's queue is sized while mounted unless fixed. */
+	if (!o->max_background[0]) {
+		kernel_queue_fd = kernel_queue_open(o->mountpoint, err, sizeof(err));
+		if (kernel_queue_fd >= 0) {
+			engine_set_kernel_queue(engine, set_kernel_queue, &kernel_queue_fd, fo.max_background);
+			fs_set_max_background(fs, engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES,
+									     fo.max_background));
+		} else {
+			fprintf(stderr, "fusesched: %s; max_background stays %u\n", err, fo.max_background);
+		}
+	}
 	if (fuse_daemonize(o->foreground) != 0)
 		goto out_unmount;
 	if (!o->foreground) {
@@ -586,6 +608,8 @@ out_fs:
 	ctl_server_free(ctl);
 	fs_free(fs);
 	engine_free(engine);
+	if (kernel_queue_fd >= 0)
+		close(kernel_queue_fd);
 	tenant_table_free(tenants);
 	stats_free(stats);
 	config_free(cfg);

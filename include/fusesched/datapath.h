@@ -51,8 +51,13 @@ struct datapath_req {
 	struct datapath_file *file;
 	uint64_t offset_bytes;
 	uint64_t size_bytes;
-	/* WRITE: the payload, valid only during submit (a deferring path copies it). */
+	/*
+	 * WRITE: the payload, valid only during submit (a deferring path
+	 * copies it), unless write_owned: then it is a buffer from the
+	 * datapath's payload_get, and the datapath keeps it and gives it back.
+	 */
 	const void *write_data;
+	bool write_owned;
 	int fallocate_mode;
 	/* COPY_RANGE: destination and flags. */
 	struct datapath_file *file_out;
@@ -101,6 +106,14 @@ struct datapath {
 	 */
 	bool (*meta_now)(struct datapath *self, pid_t pid, struct datapath_meta_ticket *ticket);
 	void (*meta_ran)(struct datapath *self, const struct datapath_meta_ticket *ticket);
+	/*
+	 * A page-aligned buffer of bytes for a write payload to be read from
+	 * /dev/fuse straight into (NULL when out of memory), handed back with
+	 * a submit as write_owned or with payload_put. NULL: the channel reads
+	 * payloads into libfuse's buffer and the datapath copies what it keeps.
+	 */
+	void *(*payload_get)(struct datapath *self, size_t bytes);
+	void (*payload_put)(struct datapath *self, void *buf);
 };
 
 #endif

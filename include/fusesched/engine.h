@@ -102,6 +102,30 @@ void engine_free(struct engine *e);
 /* The datapath fs/ submits to. Valid while the engine lives. */
 struct datapath *engine_datapath(struct engine *e);
 
+/*
+ * The kernel's queue of async requests (aio direct I/O, readahead,
+ * writeback: max_background) is one FIFO every tenant's requests pass
+ * through, and the daemon reads each request whole, payload included. Its
+ * length in requests is what the scheduler can see and choose among (deep
+ * aio tenants keep their weights only if their requests are all in view);
+ * its length in bytes is how long another tenant's request waits behind a
+ * flood's burst before it is even read (1024 requests of 1 MiB: a quarter
+ * of a second of copying on two cores). So the limit is sized in bytes:
+ * ENGINE_KERNEL_QUEUE_BYTES over the mean size of the reads and writes of
+ * the last second, at most max; it starts as for the largest requests.
+ */
+#define ENGINE_KERNEL_QUEUE_BYTES (128u << 20)
+#define ENGINE_MAX_TRANSFER_BYTES (1u << 20)  /* fs.c's max_write and max_readahead */
+uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t max);
+
+/*
+ * Before engine_start: set is called (on the reactor) with each new limit.
+ * The first is engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES, max),
+ * which the caller gives the kernel itself (at INIT).
+ */
+void engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit), void *arg,
+			     uint32_t max);
+
 /* Requests completed so far (tests and stats). */
 uint64_t engine_completed(const struct engine *e);
 

@@ -41,15 +41,13 @@ struct fs_options {
 	unsigned int max_write_bytes;
 	/*
 	 * How many async requests (direct I/O from aio, readahead, writeback)
-	 * the kernel lets into the daemon at once; the kernel's default is 12.
-	 * 1024: the scheduler can only choose among requests it has seen, and
-	 * with a small limit the kernel's FIFO queue decides instead (measured:
-	 * 8:1 weights gave 1.1:1 at 64, 6.7:1 at 1024). It is also what bounds
-	 * the write payloads the daemon holds for async requests (at most
-	 * max_background x max_write_bytes): the daemon never stops reading
-	 * /dev/fuse to save memory, since every tenant's requests share it.
-	 * -o max_background=N sets it (README: the latency it buys under an
-	 * aio flood against the weights of deep aio tenants).
+	 * the kernel lets into the daemon at once, given at INIT; the kernel's
+	 * default is 12. The daemon sizes it while mounted (engine.h,
+	 * engine_set_kernel_queue) unless -o max_background=N fixes it. It is
+	 * also what bounds the write payloads the daemon holds for async
+	 * requests (at most max_background x max_write_bytes): the daemon
+	 * never stops reading /dev/fuse to save memory, since every tenant's
+	 * requests share it.
 	 */
 	unsigned int max_background;
 };
@@ -65,6 +63,9 @@ struct fs;
 int fs_new(const struct fs_options *o, struct datapath *dp, struct fs **out,
 	   char *err, size_t err_bytes);
 void fs_free(struct fs *fs);
+
+/* The max_background to give at INIT, if set before the session's loop starts. */
+void fs_set_max_background(struct fs *fs, unsigned int max_background);
 
 /* The operations table; the session's userdata must be the struct fs. */
 const struct fuse_lowlevel_ops *fs_lowlevel_ops(void);

@@ -41,6 +41,7 @@
  * cost nothing.
  */
 #define EXECUTORS_MAX 64u
+#define KERNEL_QUEUE_EVERY_NS 1000000000u
 #define TRIM_EVERY_NS 1000000000u
 #define EXECUTORS_MIN 2u
 /* Nobody, or several tenants, have requests (engine.meta_sole). */
@@ -158,6 +159,13 @@ struct engine {
 	uint64_t next_publish_ns;
 	_Atomic uint64_t error_logged_ns; /* rate limit for backing-store error lines */
 	uint32_t ring_inflight;        /* request SQEs not yet completed */
+	/* The kernel's async request limit (engine_size_kernel_queue), sized each second. */
+	void (*kernel_queue_set)(void *arg, uint32_t limit);
+	void *kernel_queue_arg;
+	uint32_t kernel_queue_limit, kernel_queue_max;
+	uint64_t next_kernel_queue_ns;
+	uint64_t window_transfers, window_transfer_bytes; /* reads and writes finished this second */
+	uint32_t window_peak_held;     /* most requests queued or in flight at a stats tick */
 	uint64_t wait_avg_ns;          /* moving average of waits with requests at the store */
 };
 
@@ -257,9 +265,19 @@ static void request_free(struct engine *e, struct engine_req *er)
 	free(er);
 }
 
+/* Reactor only: the request sizes the kernel's queue is sized by. */
+static void note_transfer(struct engine *e, const struct engine_req *er)
+{
+	if (er->op != DATAPATH_READ && er->op != DATAPATH_WRITE)
+		return;
+	e->window_transfers++;
+	e->window_transfer_bytes += er->size_bytes;
+}
+
 /* Reactor only. The scheduler learns the request is done; its memory goes back. */
 static void release(struct engine *e, struct engine_req *er, uint64_t now)
 {
+	note_transfer(e, er);
 	sched_complete(e->sched, &er->sched, now);
 	request_free(e, er);
 }
@@ -517,8 +535,9 @@ static void run_solo(struct engine *e, struct engine_req *er, const void *write_
 	switch (er->op) {
 	case DATAPATH_READ:
 	case DATAPATH_WRITE:
-		/* A read needs a buffer to reply from; direct I/O an aligned one. */
-		if (er->op == DATAPATH_READ || er->file->direct) {
+		/* A read needs a buffer to reply from; direct I/O an aligned one
+		 * (a payload read into an engine buffer already is). */
+		if (er->op == DATAPATH_READ || (er->file->direct && !er->buf)) {
 			if (!(er->buf = bufpool_get(e->buffers, er->size_bytes))) {
 				res = -ENOMEM;
 				break;
@@ -552,8 +571,13 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 			r->meta_run(r->meta_arg); /* it cannot wait: it runs now */
 		else
 			e->dp.reply(r->req, r->op, ENOMEM, NULL, 0); /* never became a request */
+		if (r->write_owned)
+			bufpool_put(e->buffers, (void *)r->write_data);
 		return;
 	}
+	/* A payload read into one of our buffers is the request's from now on. */
+	if (r->op == DATAPATH_WRITE && r->write_owned)
+		er->buf = (void *)r->write_data;
 	er->req = r->req;
 	er->op = r->op;
 	er->file = r->file;
@@ -590,7 +614,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 		sem_init(&go, 0, 0);
 		er->held_data = r->write_data;
 		er->held_go = &go;
-	} else if (r->op == DATAPATH_WRITE) {
+	} else if (r->op == DATAPATH_WRITE && !er->buf) {
 		/*
 		 * The worker's buffer is reused once we return: copy the payload
 		 * now, never waiting for memory (a waiting worker would stop
@@ -694,6 +718,21 @@ static void engine_meta_ran(struct datapath *dp, const struct datapath_meta_tick
 		return;
 	atomic_fetch_sub(&e->per_tenant[ticket->tenant].meta_inline, 1);
 	note_inline(e, ticket->tenant, clock_now_ns());
+}
+
+/*
+ * Buffers for the channel to read large write payloads into: taken like a
+ * queued payload's (half the arena kept for dispatch), so the write that
+ * keeps one costs no copy in the worker.
+ */
+static void *engine_payload_get(struct datapath *dp, size_t bytes)
+{
+	return bufpool_get_queued(((struct engine *)dp)->buffers, bytes);
+}
+
+static void engine_payload_put(struct datapath *dp, void *buf)
+{
+	bufpool_put(((struct engine *)dp)->buffers, buf);
 }
 
 /* EMFILE for a tenant or user at its open-file cap (open_files.h), the others unaffected. */
@@ -932,6 +971,7 @@ static struct engine_req *take_in_order(_Atomic(struct engine_req *) *stack)
 static void account_solo(struct engine *e, struct engine_req *er)
 {
 	note_inline(e, er->tenant, clock_now_ns());
+	note_transfer(e, er);
 	er->sched.queue = tenant_queues_get(e->queues, er->tenant);
 	if (er->sched.queue)
 		sched_account(e->sched, &er->sched);
@@ -990,13 +1030,58 @@ static void retire_idle(struct engine *e, uint64_t now)
 	}
 }
 
+uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t max)
+{
+	uint64_t bytes = mean_transfer_bytes > 4096u ? mean_transfer_bytes : 4096u;
+	uint64_t limit = ENGINE_KERNEL_QUEUE_BYTES / bytes;
+	return limit < 1 ? 1 : limit > max ? max : (uint32_t)limit;
+}
+
+/*
+ * Each second, the kernel's async request limit from the mean size of the
+ * reads and writes that finished in it (engine.h). It falls at once, but
+ * rises only when the daemon held three quarters of the limit or more at
+ * some stats tick (deep tenants were probably held back in the kernel):
+ * a limit raised by a few small reads alone would let the next flood's
+ * first burst in whole. Written only when it moves by a quarter or more,
+ * so that a steady load costs no writes.
+ */
+static void size_kernel_queue(struct engine *e, uint64_t now)
+{
+	if (!e->kernel_queue_set || now < e->next_kernel_queue_ns)
+		return;
+	e->next_kernel_queue_ns = now + KERNEL_QUEUE_EVERY_NS;
+	if (e->window_transfers) {
+		uint32_t limit = engine_kernel_queue_limit(e->window_transfer_bytes / e->window_transfers,
+							   e->kernel_queue_max);
+		uint32_t old = e->kernel_queue_limit;
+		bool held_back = e->window_peak_held * 4u >= old * 3u;
+		if (limit * 4u < old * 3u || (limit * 4u > old * 5u && held_back)) {
+			e->kernel_queue_set(e->kernel_queue_arg, limit);
+			e->kernel_queue_limit = limit;
+		}
+	}
+	e->window_transfers = e->window_transfer_bytes = 0;
+	e->window_peak_held = 0;
+}
+
+void engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit), void *arg,
+			     uint32_t max)
+{
+	e->kernel_queue_set = set;
+	e->kernel_queue_arg = arg;
+	e->kernel_queue_max = max;
+	e->kernel_queue_limit = engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES, max);
+}
+
 /* The scheduler's view of each tenant, copied out for readers on other threads. */
 static void publish_stats(struct engine *e, uint64_t now)
 {
+	size_kernel_queue(e, now);
 	if (now < e->next_publish_ns)
 		return;
 	e->next_publish_ns = now + e->params.stats_publish_ns;
-	uint32_t busy_tenant = 0, busy_count = 0;
+	uint32_t busy_tenant = 0, busy_count = 0, held = 0;
 	for (uint32_t id = 0; id < tenant_queues_limit(e->queues); id++) {
 		struct sched_queue *queue = tenant_queues_find(e->queues, id);
 		if (!queue)
@@ -1007,8 +1092,11 @@ static void publish_stats(struct engine *e, uint64_t now)
 		if (q.pending || q.inflight) {
 			busy_tenant = id;
 			busy_count++;
+			held += q.pending + q.inflight;
 		}
 	}
+	if (held > e->window_peak_held)
+		e->window_peak_held = held;
 	recompute_meta_sole(e, now, busy_tenant, busy_count);
 	stats_publish_global(e->stats, sched_peak_rate(e->sched), sched_inflight(e->sched),
 			     e->params.sched.max_inflight);
@@ -1271,6 +1359,8 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	e->dp.file_released = engine_file_released;
 	e->dp.meta_now = engine_meta_now;
 	e->dp.meta_ran = engine_meta_ran;
+	e->dp.payload_get = engine_payload_get;
+	e->dp.payload_put = engine_payload_put;
 	int r = sched_new(&p->sched, &e->sched);
 	if (r < 0) {
 		snprintf(err, err_bytes, "invalid scheduler parameters: %s", strerror(-r));

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <linux/fuse.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -98,6 +99,109 @@ static void run_deferred(void *arg)
 	free(d);
 }
 
+/*
+ * Large write payloads are read from /dev/fuse straight into a datapath
+ * buffer, the worker's spare, which the write then keeps (write_owned): a
+ * flood's bytes are copied once, by the kernel, not again by the worker
+ * into a buffer that can wait in a queue. The request's head goes to
+ * libfuse's buffer as usual; anything else that spills into the spare is
+ * copied back behind it. A worker keeps a spare while it reads large
+ * writes and gives it back after SPARE_IDLE_READS reads without one, so
+ * workers that serve only metadata hold no payload memory.
+ */
+#define PAYLOAD_HEAD_BYTES (sizeof(struct fuse_in_header) + sizeof(struct fuse_write_in))
+#define SPARE_BYTES (1u << 20)          /* the most a FUSE_WRITE carries (fs.c's max_write) */
+#define HANDOVER_MIN_BYTES (128u << 10) /* smaller payloads are cheaper copied than kept in 1 MiB */
+#define SPARE_IDLE_READS 64u
+
+static _Thread_local void *spare;
+static _Thread_local bool spare_wanted;
+static _Thread_local unsigned spare_idle_reads;
+static _Thread_local void *payload;     /* the current write's, until fs_channel_take_payload */
+static _Thread_local size_t payload_bytes;
+static pthread_key_t spare_key;         /* gives a worker's buffers back when it exits */
+static pthread_once_t spare_key_once = PTHREAD_ONCE_INIT;
+
+static void give_back_buffers(void *unused)
+{
+	(void)unused;
+	struct datapath *dp = channel_fs ? channel_fs->datapath : NULL;
+	if (!dp)
+		return;
+	dp->payload_put(dp, spare);
+	dp->payload_put(dp, payload);
+	spare = payload = NULL;
+}
+
+static void make_spare_key(void)
+{
+	(void)pthread_key_create(&spare_key, give_back_buffers);
+}
+
+const void *fs_channel_take_payload(size_t bytes)
+{
+	void *p = payload;
+	if (!p || payload_bytes != bytes)
+		return NULL;
+	payload = NULL;
+	return p;
+}
+
+/* read(2) of one request into buf, a large write's payload into the spare. */
+static ssize_t read_request(struct datapath *dp, int fd, char *buf, size_t buf_bytes)
+{
+	if (payload) { /* read, but its write never ran (libfuse answered it) */
+		if (!spare) {
+			spare = payload;
+		} else {
+			dp->payload_put(dp, payload);
+		}
+		payload = NULL;
+	}
+	if (spare_wanted && !spare && dp->payload_get && buf_bytes >= PAYLOAD_HEAD_BYTES + SPARE_BYTES) {
+		spare = dp->payload_get(dp, SPARE_BYTES);
+		(void)pthread_once(&spare_key_once, make_spare_key);
+		(void)pthread_setspecific(spare_key, spare);
+	}
+	ssize_t n;
+	if (!spare) {
+		n = read(fd, buf, buf_bytes);
+		const struct fuse_in_header *h = (const void *)buf;
+		if (dp->payload_get && n >= (ssize_t)(PAYLOAD_HEAD_BYTES + HANDOVER_MIN_BYTES) &&
+		    h->opcode == FUSE_WRITE)
+			spare_wanted = true; /* from the next read on */
+		return n;
+	}
+	/* The spare takes the bytes libfuse's buffer would have held there. */
+	struct iovec iov[3] = {
+		{.iov_base = buf, .iov_len = PAYLOAD_HEAD_BYTES},
+		{.iov_base = spare, .iov_len = SPARE_BYTES},
+		{.iov_base = buf + PAYLOAD_HEAD_BYTES + SPARE_BYTES,
+		 .iov_len = buf_bytes - PAYLOAD_HEAD_BYTES - SPARE_BYTES},
+	};
+	n = readv(fd, iov, 3);
+	if (n <= (ssize_t)PAYLOAD_HEAD_BYTES)
+		return n;
+	size_t spilled = (size_t)n - PAYLOAD_HEAD_BYTES;
+	const struct fuse_in_header *h = (const void *)buf;
+	const struct fuse_write_in *w = (const void *)(h + 1);
+	if (h->opcode == FUSE_WRITE && w->size == spilled && spilled >= HANDOVER_MIN_BYTES) {
+		payload = spare;
+		payload_bytes = spilled;
+		spare = NULL;
+		spare_idle_reads = 0;
+		return n;
+	}
+	memcpy(buf + PAYLOAD_HEAD_BYTES, spare, spilled < SPARE_BYTES ? spilled : SPARE_BYTES);
+	if (++spare_idle_reads >= SPARE_IDLE_READS) {
+		dp->payload_put(dp, spare);
+		spare = NULL;
+		spare_wanted = false;
+		spare_idle_reads = 0;
+	}
+	return n;
+}
+
 /* The metadata request this worker runs at once, accounted when it reads again. */
 static _Thread_local struct datapath_meta_ticket running;
 static _Thread_local bool running_valid;
@@ -119,7 +223,7 @@ static ssize_t channel_read(int fd, void *buf, size_t buf_bytes, void *userdata)
 		dp->meta_ran(dp, &running);
 	}
 	for (;;) {
-		ssize_t n = read(fd, buf, buf_bytes);
+		ssize_t n = read_request(dp, fd, buf, buf_bytes);
 		request_drops_privs = false;
 		if (n < (ssize_t)sizeof(struct fuse_in_header))
 			return n;

@@ -96,6 +96,11 @@ void fs_free(struct fs *fs)
 	free(fs);
 }
 
+void fs_set_max_background(struct fs *fs, unsigned int max_background)
+{
+	fs->opts.max_background = max_background;
+}
+
 void fs_handle_track(struct fs *fs, struct fs_handle *h)
 {
 	pthread_mutex_lock(&fs->handles_lock);

@@ -63,6 +63,12 @@ static inline struct fs_file *fs_file_of(const struct fuse_file_info *fi)
  * backing file as root, which would keep them.
  */
 bool fs_request_drops_privs(void);
+/*
+ * The payload of the write this worker just read, when the channel read it
+ * into a datapath buffer (see channel.c) and it is bytes long: the caller
+ * owns it from now on (submit it as write_owned). NULL: use libfuse's.
+ */
+const void *fs_channel_take_payload(size_t bytes);
 
 /* setgid without group-execute is mandatory locking, which writes keep. */
 static inline bool fs_mode_has_privs(mode_t mode)

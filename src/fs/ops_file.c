@@ -328,12 +328,14 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	struct fs_file *f = fs_file_of(fi);
 	if (fs_request_drops_privs())
 		drop_privs_of_file(fs_of(req), f);
+	const void *owned = fs_channel_take_payload(size);
 	struct datapath_req r = {
 		.op = DATAPATH_WRITE,
 		.file = &f->data,
 		.offset_bytes = (uint64_t)off,
 		.size_bytes = size,
-		.write_data = buf,
+		.write_data = owned ? owned : buf,
+		.write_owned = owned != NULL,
 	};
 	submit(req, &r);
 }
