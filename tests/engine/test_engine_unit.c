@@ -239,6 +239,7 @@ END_TEST
 struct writer_job {
 	struct datapath_file *file;
 	unsigned first, count;
+	bool owned;  /* each payload in a buffer of the engine's (payload_get), as the channel reads large ones */
 };
 
 static void *write_blocks(void *arg)
@@ -246,14 +247,28 @@ static void *write_blocks(void *arg)
 	const struct writer_job *j = arg;
 	unsigned char block[65536];
 	for (unsigned b = j->first; b < j->first + j->count; b++) {
-		fill(block, sizeof(block), b);
-		submit(j->file, DATAPATH_WRITE, (uint64_t)b * sizeof(block), sizeof(block), block);
+		if (!j->owned) {
+			fill(block, sizeof(block), b);
+			submit(j->file, DATAPATH_WRITE, (uint64_t)b * sizeof(block), sizeof(block), block);
+			continue;
+		}
+		unsigned char *payload = dp->payload_get(dp, sizeof(block));
+		ck_assert_ptr_nonnull(payload);
+		fill(payload, sizeof(block), b);
+		const struct datapath_req r = {.req = new_token(), .op = DATAPATH_WRITE, .file = j->file,
+					       .offset_bytes = (uint64_t)b * sizeof(block),
+					       .size_bytes = sizeof(block), .write_data = payload,
+					       .write_owned = true, .pid = getpid()};
+		dp->submit(dp, &r);
 	}
 	return NULL;
 }
 
-/* Writers in parallel through the scheduler: held in their threads, or copied to the ring. */
-static void scheduled_writes_and_reads(uint32_t max_held_writes)
+/*
+ * Writers in parallel through the scheduler: held in their threads, or
+ * copied to the ring; with owned payloads, kept rather than copied.
+ */
+static void scheduled_writes_and_reads(uint32_t max_held_writes, bool owned)
 {
 	engine_up(false, max_held_writes);
 	struct datapath_file f;
@@ -262,7 +277,7 @@ static void scheduled_writes_and_reads(uint32_t max_held_writes)
 	pthread_t threads[THREADS];
 	struct writer_job jobs[THREADS];
 	for (unsigned t = 0; t < THREADS; t++) {
-		jobs[t] = (struct writer_job){&f, t * BLOCKS, BLOCKS};
+		jobs[t] = (struct writer_job){&f, t * BLOCKS, BLOCKS, owned};
 		ck_assert_int_eq(pthread_create(&threads[t], NULL, write_blocks, &jobs[t]), 0);
 	}
 	for (unsigned t = 0; t < THREADS; t++)
@@ -290,13 +305,59 @@ static void scheduled_writes_and_reads(uint32_t max_held_writes)
 
 START_TEST(held_writes_and_ring_reads)
 {
-	scheduled_writes_and_reads(16);
+	scheduled_writes_and_reads(16, false);
 }
 END_TEST
 
 START_TEST(copied_writes_and_ring_reads)
 {
-	scheduled_writes_and_reads(0);
+	scheduled_writes_and_reads(0, false);
+}
+END_TEST
+
+START_TEST(owned_payloads_held_and_through_the_ring)
+{
+	scheduled_writes_and_reads(16, true);
+	scheduled_writes_and_reads(0, true);
+}
+END_TEST
+
+/* A payload the engine owns, written by the submitter itself (solo), direct or not. */
+START_TEST(owned_payloads_solo)
+{
+	engine_up(true, 16);
+	struct datapath_file f;
+	open_file("owned-solo", O_RDWR, &f);
+	for (int direct = 0; direct < 2; direct++) {
+		f.direct = direct; /* aligned buffers either way; the file itself is buffered */
+		unsigned char *payload = dp->payload_get(dp, 8192);
+		ck_assert_ptr_nonnull(payload);
+		fill(payload, 8192, 40 + (unsigned)direct);
+		fuse_req_t token = new_token();
+		const struct datapath_req r = {.req = token, .op = DATAPATH_WRITE, .file = &f,
+					       .offset_bytes = (uint64_t)direct * 8192, .size_bytes = 8192,
+					       .write_data = payload, .write_owned = true, .pid = getpid()};
+		dp->submit(dp, &r);
+		ck_assert_int_eq(wait_answer(token).bytes, 8192);
+		unsigned char want[8192], back[8192];
+		fill(want, sizeof(want), 40 + (unsigned)direct);
+		ck_assert_int_eq(pread(f.fd, back, sizeof(back), direct * 8192), (ssize_t)sizeof(back));
+		ck_assert_int_eq(memcmp(back, want, sizeof(want)), 0);
+	}
+	close_file(&f);
+	engine_down();
+}
+END_TEST
+
+/* The kernel's queue limit: 128 MiB of the mean request, within 1..max. */
+START_TEST(kernel_queue_limit_in_bytes)
+{
+	ck_assert_uint_eq(engine_kernel_queue_limit(1u << 20, 1024), 128);
+	ck_assert_uint_eq(engine_kernel_queue_limit(256u << 10, 1024), 512);
+	ck_assert_uint_eq(engine_kernel_queue_limit(4096, 1024), 1024);
+	ck_assert_uint_eq(engine_kernel_queue_limit(0, 1024), 1024);
+	ck_assert_uint_eq(engine_kernel_queue_limit(4096, 64), 64);
+	ck_assert_uint_eq(engine_kernel_queue_limit(1ull << 40, 1024), 1);
 }
 END_TEST
 
@@ -560,6 +621,9 @@ static Suite *engine_unit_suite(void)
 	tcase_add_test(tc, solo_requests_run_in_the_submitter);
 	tcase_add_test(tc, held_writes_and_ring_reads);
 	tcase_add_test(tc, copied_writes_and_ring_reads);
+	tcase_add_test(tc, owned_payloads_held_and_through_the_ring);
+	tcase_add_test(tc, owned_payloads_solo);
+	tcase_add_test(tc, kernel_queue_limit_in_bytes);
 	tcase_add_test(tc, short_reads_solo);
 	tcase_add_test(tc, short_reads_through_the_ring);
 	tcase_add_test(tc, errors_solo);
