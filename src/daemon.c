@@ -50,6 +50,8 @@ static int append_fuse_opt(struct daemon_options *o, const char *opt, char *err,
 
 /* Numeric options (max_background) take 1..this: the kernel's field is 16 bits. */
 #define MOUNT_OPT_NUMBER_MAX 65535u
+/* Cache timeouts take 0..this: a day, past which "forever" is what was meant. */
+#define MOUNT_OPT_SECONDS_MAX 86400u
 
 #define OPT_FIELD(member) offsetof(struct daemon_options, member), \
 	sizeof(((struct daemon_options *)0)->member)
@@ -79,6 +81,12 @@ const struct daemon_mount_opt daemon_mount_opts[] = {
 	 "every data request through io_uring (see README)"},
 	{"max_background", "N", NULL, OPT_FILE(max_background),
 	 "async requests the kernel sends at once, 1..65535 (default: sized, at most 1024)"},
+	{"entry_timeout", "SECONDS", NULL, OPT_FILE(entry_timeout),
+	 "how long the kernel trusts a name it looked up (default 1)"},
+	{"attr_timeout", "SECONDS", NULL, OPT_FILE(attr_timeout),
+	 "how long the kernel trusts attributes it was given (default 1)"},
+	{"negative_timeout", "SECONDS", NULL, OPT_FILE(negative_timeout),
+	 "how long the kernel remembers that a name is missing (default 1)"},
 	{NULL, NULL, NULL, 0, 0, false, NULL},
 };
 
@@ -108,11 +116,21 @@ static int set_mount_opt(struct daemon_options *o, const struct daemon_mount_opt
 		return 0;
 	}
 	bool number = strcmp(m->arg, "N") == 0;
+	bool seconds = strcmp(m->arg, "SECONDS") == 0;
 	if (!value[0] || strlen(value) >= m->field_bytes ||
-	    (number && strspn(value, "0123456789") != strlen(value))) {
+	    ((number || seconds) && strspn(value, seconds ? "0123456789." : "0123456789") != strlen(value))) {
 		snprintf(err, err_bytes, "mount option '%s=' needs %s", m->name,
-			 number ? "a number" : "a file name");
+			 number ? "a number" : seconds ? "a number of seconds" : "a file name");
 		return -1;
+	}
+	if (seconds) {
+		char *end;
+		double s = strtod(value, &end);
+		if (*end || s > MOUNT_OPT_SECONDS_MAX) {
+			snprintf(err, err_bytes, "mount option '%s=%s': must be seconds, 0..%u", m->name,
+				 value, MOUNT_OPT_SECONDS_MAX);
+			return -1;
+		}
 	}
 	if (number && (strtoul(value, NULL, 10) < 1 || strtoul(value, NULL, 10) > MOUNT_OPT_NUMBER_MAX)) {
 		snprintf(err, err_bytes, "mount option '%s=%s': must be 1..%u", m->name, value,
@@ -440,6 +458,12 @@ int daemon_run(const struct daemon_options *o)
 	fo.writeback_cache = o->writeback_cache;
 	if (o->max_background[0]) /* checked by daemon_parse_mount_opts */
 		fo.max_background = (unsigned int)strtoul(o->max_background, NULL, 10);
+	if (o->entry_timeout[0])
+		fo.entry_timeout_s = strtod(o->entry_timeout, NULL);
+	if (o->attr_timeout[0])
+		fo.attr_timeout_s = strtod(o->attr_timeout, NULL);
+	if (o->negative_timeout[0])
+		fo.negative_timeout_s = strtod(o->negative_timeout, NULL);
 
 	char err[512];
 	struct engine_params ep;

@@ -23,6 +23,9 @@ struct daemon_options {
 	bool writeback_cache;        /* -o writeback_cache */
 	bool uring_only;             /* -o uring_only: no held writes (engine.h) */
 	char max_background[16];     /* -o max_background=N, empty: fs.h's default */
+	char entry_timeout[16];      /* -o entry_timeout=SECONDS, empty: fs.h's default */
+	char attr_timeout[16];       /* -o attr_timeout=SECONDS */
+	char negative_timeout[16];   /* -o negative_timeout=SECONDS */
 	char fuse_opts[DAEMON_MAX_FUSE_OPTS]; /* passed to libfuse as one -o */
 };
 

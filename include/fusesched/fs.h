@@ -36,8 +36,16 @@ struct fs_options {
 	 * with pid 0, so they are charged to the tenant that opened the file.
 	 */
 	bool writeback_cache;
-	double entry_timeout_s;      /* kernel dentry cache lifetime */
-	double attr_timeout_s;       /* kernel attribute cache lifetime */
+	/*
+	 * How long the kernel keeps what it was told without asking again:
+	 * names, attributes, and names found missing (0: ENOENT, not cached).
+	 * Changes made through the mount update the kernel's caches at once;
+	 * these bound how late changes made beside it (in the backing
+	 * directory, or by another client of a shared backing store) are seen.
+	 */
+	double entry_timeout_s;
+	double attr_timeout_s;
+	double negative_timeout_s;
 	unsigned int max_write_bytes;
 	/*
 	 * How many async requests (direct I/O from aio, readahead, writeback)

@@ -16,6 +16,7 @@ void fs_options_default(struct fs_options *o)
 	memset(o, 0, sizeof(*o));
 	o->entry_timeout_s = 1.0;
 	o->attr_timeout_s = 1.0;
+	o->negative_timeout_s = 1.0;
 	o->max_write_bytes = 1u << 20;
 	o->max_background = 1024;
 	o->posix_acl = true;

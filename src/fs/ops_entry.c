@@ -16,10 +16,15 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	int r = fs_lookup_entry(fs, parent, name, &e);
-	if (r)
+	if (r == -ENOENT && fs->opts.negative_timeout_s > 0) {
+		/* A negative entry: the kernel remembers the name is missing. */
+		e = (struct fuse_entry_param){.entry_timeout = fs->opts.negative_timeout_s};
+		fuse_reply_entry(req, &e);
+	} else if (r) {
 		fuse_reply_err(req, -r);
-	else
+	} else {
 		fs_reply_entry(fs, req, &e);
+	}
 }
 
 void fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)

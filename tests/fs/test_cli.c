@@ -103,6 +103,12 @@ START_TEST(errors_name_the_problem)
 	ck_assert_ptr_nonnull(strstr(out, "mount option 'max_background=0': must be 1..65535"));
 	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f -o max_background=lots"), 2);
 	ck_assert_ptr_nonnull(strstr(out, "mount option 'max_background=' needs a number"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f -o attr_timeout=soon"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "mount option 'attr_timeout=' needs a number of seconds"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f -o negative_timeout=1.2.3"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "mount option 'negative_timeout=1.2.3': must be seconds, 0..86400"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f -o entry_timeout=100000"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "mount option 'entry_timeout=100000': must be seconds, 0..86400"));
 	ck_assert_int_eq(run_cli(out, sizeof(out), "frobnicate"), 2);
 	ck_assert_ptr_nonnull(strstr(out, "unknown command 'frobnicate'"));
 	ck_assert_int_eq(run_cli(out, sizeof(out), "version"), 0);
@@ -184,6 +190,47 @@ START_TEST(daemonizes_and_refuses_busy_mountpoint)
 	ck_assert_ptr_nonnull(strstr(out, "is busy"));
 	ck_assert_int_eq(test_sh("fusermount3 -u '%s'", path_in("m")), 0);
 	ck_assert(!test_is_fuse_mount(path_in("m")));
+}
+END_TEST
+
+/*
+ * A name found missing is remembered for negative_timeout: a file made
+ * beside the mount (in the backing directory) under that name stays
+ * unseen until then; with 0 it is seen at once. A file made through the
+ * mount is seen at once either way.
+ */
+START_TEST(negative_entries_last_negative_timeout)
+{
+	char out[4096];
+	struct stat st;
+	for (int cached = 1; cached >= 0; cached--) {
+		ck_assert_int_eq(run_cli(out, sizeof(out), cached ? "mount b m -o negative_timeout=600"
+								  : "mount b m -o negative_timeout=0"), 0);
+		char beside[64], through[64];
+		snprintf(beside, sizeof(beside), "beside-%d", cached);
+		snprintf(through, sizeof(through), "through-%d", cached);
+		char m_beside[700], m_through[700], b_beside[700];
+		snprintf(m_beside, sizeof(m_beside), "%s/%s", path_in("m"), beside);
+		snprintf(m_through, sizeof(m_through), "%s/%s", path_in("m"), through);
+		snprintf(b_beside, sizeof(b_beside), "%s/%s", path_in("b"), beside);
+		ck_assert_int_eq(stat(m_beside, &st), -1);
+		ck_assert_int_eq(errno, ENOENT);
+		ck_assert_int_eq(stat(m_through, &st), -1);
+		int fd = open(b_beside, O_CREAT | O_WRONLY, 0644);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+		fd = open(m_through, O_CREAT | O_WRONLY, 0644);
+		ck_assert_int_ge(fd, 0);
+		close(fd);
+		ck_assert_int_eq(stat(m_through, &st), 0);
+		if (cached) {
+			ck_assert_int_eq(stat(m_beside, &st), -1);
+			ck_assert_int_eq(errno, ENOENT);
+		} else {
+			ck_assert_int_eq(stat(m_beside, &st), 0);
+		}
+		ck_assert_int_eq(test_sh("fusermount3 -u '%s'", path_in("m")), 0);
+	}
 }
 END_TEST
 
@@ -300,6 +347,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, non_root_is_told_what_stops_the_mount);
 	tcase_add_test(tc, config_errors_stop_the_mount);
 	tcase_add_test(tc, daemonizes_and_refuses_busy_mountpoint);
+	tcase_add_test(tc, negative_entries_last_negative_timeout);
 	tcase_add_test(tc, daemonized_mount_moves_data_intact);
 	tcase_add_test(tc, fstab_form_through_mount_fuse);
 	tcase_add_test(tc, sigterm_unmounts_cleanly);
