@@ -659,6 +659,24 @@ def water_fill(capacity, weights, demands):
     return target, set(weights) - active
 
 
+def time_shares(vdir, tenants):
+    """{tenant: share of the store's time since mount} from the daemon's
+    stat.json (what the weights divide: fusesched stat's TIME), or None
+    when the run has none (fifo charges no time; older daemons)."""
+    try:
+        with open(os.path.join(vdir, "stat.json")) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    mount = doc["mounts"][0] if "mounts" in doc else doc
+    got = {}
+    for row in mount.get("tenants", []):
+        name = os.path.basename(row.get("cgroup", ""))
+        if name in tenants and row.get("time_share_total") is not None:
+            got[name] = row["time_share_total"]
+    return got if set(got) == set(tenants) and sum(got.values()) > 0 else None
+
+
 def matrix_section(out):
     """Markdown lines and goals of the shape matrix, if this run has one."""
     path = os.path.join(out, "matrix-shapes.tsv")
@@ -676,6 +694,7 @@ def matrix_section(out):
         run = load_run(os.path.join(out, "lessons", "matrix-probe-solo", v), ["mxp"])
         solo[v] = None if run is None else run["mxp"]["iops"]
     rows, errs, probes, n_err, n_probe = [], {FIFO: [], BFQ: []}, [], 0, 0
+    time_errs, n_time = [], 0
     for name, tenants in shapes:
         scen = "matrix-" + name
         ts = [t["t"] for t in tenants]
@@ -684,7 +703,7 @@ def matrix_section(out):
         cells = [name, shape_label(tenants) + f" + probe w{weights['mxp']}"]
         if fifo is None or bfq is None:
             ran = all(os.path.isdir(os.path.join(out, "lessons", scen, v)) for v in (FIFO, BFQ))
-            rows.append(cells + ["failed" if ran else "not run"] + ["-"] * 6)
+            rows.append(cells + ["failed" if ran else "not run"] + ["-"] * 7)
             continue
         # Demand: the fifo rate, or the bfq rate where higher (a tenant fifo
         # held back that got more under bfq has shown it can use more).
@@ -699,6 +718,15 @@ def matrix_section(out):
             worst[v] = max(e) if e else None
             if worst[v] is not None:
                 errs[v].append(worst[v])
+        # The same tenants judged in the store's time, as the scheduler divides it.
+        ts_time = time_shares(os.path.join(out, "lessons", scen, BFQ), ts)
+        time_worst = None
+        if ts_time and len(free) > 1:
+            tot = sum(ts_time[t] for t in free)
+            if tot > 0:
+                time_worst = max(abs(ts_time[t] / tot / (weights[t] / wfree) - 1) for t in free)
+                time_errs.append(time_worst)
+                n_time += time_worst <= MATRIX_ERR_GOAL
         bt = sum(bfq.values())
         for t in ts:
             if t == "mxp":
@@ -713,7 +741,8 @@ def matrix_section(out):
         if pb is not None and pb >= MATRIX_PROBE_GOAL:
             n_probe += 1
         probes.append(pb)
-        rows.append(cells + [" ".join(share_cells), fmt(worst[BFQ], 2), fmt(worst[FIFO], 2),
+        rows.append(cells + [" ".join(share_cells), fmt(worst[BFQ], 2), fmt(time_worst, 2),
+                             fmt(worst[FIFO], 2),
                              f"{bt:.0f} / {sum(fifo.values()):.0f} ({bt / sum(fifo.values()):.2f})",
                              fmt(min(kept), 2) if kept else "-", fmt(pb, 2), fmt(pf, 2)])
     lines = ["", "### Shape matrix: 2-4 random tenants and a shallow probe per shape (bytes/s shares)", "",
@@ -726,22 +755,30 @@ def matrix_section(out):
              "rate or, where higher, its bfq rate (fifo held it back): a tenant whose demand is "
              "below its weighted share (*) is shallow and gets its demand, and the shallow column shows the lowest such tenant's bfq rate over its fifo rate (the probe aside); the error (relative, worst tenant) is over the others only, their "
              "shares of what they received against their weights' ratio (- : fewer than two). "
+             "The store-time error is the same over the daemon's own account of each tenant's "
+             "share of the store's time since mount (`fusesched stat` TIME, bfq only: fifo charges "
+             "none), which is what the weights divide. "
              f"The probe's fraction is of its solo IOPS on the same variant (solo IOPS fifo "
              f"{fmt(solo[FIFO], 0)}, bfq {fmt(solo[BFQ], 0)}).", ""]
     lines += md_table(["shape", "tenants", "bfq share / target % per tenant", "worst err bfq",
-                       "worst err fifo", "total MB/s bfq / fifo", "shallow (*): lowest bfq / fifo",
+                       "worst err bfq, store time", "worst err fifo", "total MB/s bfq / fifo", "shallow (*): lowest bfq / fifo",
                        "probe / solo bfq",
                        "probe / solo fifo"], rows)
     nerr = len(errs[BFQ])
     lines += ["", f"{n_err} of {nerr} shapes with an error measured meet bfq share error <= "
               f"{MATRIX_ERR_GOAL:.2f} (fifo: {sum(1 for e in errs[FIFO] if e <= MATRIX_ERR_GOAL)} of "
               f"{len(errs[FIFO])}); {n_probe} of {len(probes)} shapes keep the probe at >= "
-              f"{MATRIX_PROBE_GOAL} of its solo rate under bfq."]
+              f"{MATRIX_PROBE_GOAL} of its solo rate under bfq."
+              + (f" In store time, {n_time} of {len(time_errs)} meet the error bound." if time_errs else "")]
     goals = []
     if nerr:
         goals.append({"goal": f"matrix: shapes with bfq share error <= {MATRIX_ERR_GOAL} "
                       f"({n_err} of {nerr}), worst", "value": max(errs[BFQ]),
                       "target": f"<= {MATRIX_ERR_GOAL}", "met": max(errs[BFQ]) <= MATRIX_ERR_GOAL})
+    if time_errs:
+        goals.append({"goal": f"matrix: shapes with bfq store-time share error <= {MATRIX_ERR_GOAL} "
+                      f"({n_time} of {len(time_errs)}), worst", "value": max(time_errs),
+                      "target": f"<= {MATRIX_ERR_GOAL}", "met": max(time_errs) <= MATRIX_ERR_GOAL})
     mp = [p for p in probes if p is not None]
     if mp:
         goals.append({"goal": f"matrix: shallow probe, bfq vs solo ({n_probe} of {len(probes)} "
