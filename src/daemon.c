@@ -573,6 +573,8 @@ int daemon_run(const struct daemon_options *o)
 			fprintf(stderr, "fusesched: %s; max_background stays %u\n", err, fo.max_background);
 		}
 	}
+	if (kernel_queue_fd < 0)
+		engine_set_kernel_queue(engine, NULL, NULL, fo.max_background);
 	if (fuse_daemonize(o->foreground) != 0)
 		goto out_unmount;
 	if (!o->foreground) {

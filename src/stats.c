@@ -22,6 +22,7 @@ struct stats {
 	atomic_uint_fast64_t peak_rate;
 	atomic_uint inflight;
 	atomic_uint max_inflight;
+	atomic_uint kernel_queue_limit;
 	struct stats_tenant tenants[];
 };
 
@@ -121,6 +122,16 @@ void stats_publish_global(struct stats *s, uint64_t peak_rate_bytes_per_s, uint3
 	atomic_store_explicit(&s->peak_rate, peak_rate_bytes_per_s, memory_order_relaxed);
 	atomic_store_explicit(&s->inflight, inflight, memory_order_relaxed);
 	atomic_store_explicit(&s->max_inflight, max_inflight, memory_order_relaxed);
+}
+
+void stats_publish_kernel_queue(struct stats *s, uint32_t limit)
+{
+	atomic_store_explicit(&s->kernel_queue_limit, limit, memory_order_relaxed);
+}
+
+uint32_t stats_read_kernel_queue(const struct stats *s)
+{
+	return atomic_load_explicit(&((struct stats *)s)->kernel_queue_limit, memory_order_relaxed);
 }
 
 void stats_read_tenant(const struct stats *s, uint32_t tenant, struct stats_tenant_snapshot *out)

@@ -121,7 +121,8 @@ uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t max);
 /*
  * Before engine_start: set is called (on the reactor) with each new limit.
  * The first is engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES, max),
- * which the caller gives the kernel itself (at INIT).
+ * which the caller gives the kernel itself (at INIT). set NULL: the limit
+ * is fixed at max (only reported in stats).
  */
 void engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit), void *arg,
 			     uint32_t max);

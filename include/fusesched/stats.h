@@ -63,6 +63,10 @@ void stats_read_tenant(const struct stats *s, uint32_t tenant, struct stats_tena
 void stats_read_global(const struct stats *s, uint64_t *peak_rate_bytes_per_s, uint32_t *inflight,
 		       uint32_t *max_inflight);
 
+/* The kernel's async request limit in force (max_background; engine.h), 0 until known. */
+void stats_publish_kernel_queue(struct stats *s, uint32_t limit);
+uint32_t stats_read_kernel_queue(const struct stats *s);
+
 /* Latency at quantile q (0..1) from histogram buckets: the bucket's upper bound, in ns. */
 uint64_t stats_latency_quantile_ns(const uint64_t buckets[STATS_LATENCY_BUCKETS], double q);
 

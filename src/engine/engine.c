@@ -1049,7 +1049,7 @@ uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t max)
 static void size_kernel_queue(struct engine *e, uint64_t now)
 {
 	if (!e->kernel_queue_set || now < e->next_kernel_queue_ns)
-		return;
+		return; /* fixed (or unknown): published once, by engine_set_kernel_queue */
 	e->next_kernel_queue_ns = now + KERNEL_QUEUE_EVERY_NS;
 	if (e->window_transfers) {
 		uint32_t limit = engine_kernel_queue_limit(e->window_transfer_bytes / e->window_transfers,
@@ -1059,6 +1059,7 @@ static void size_kernel_queue(struct engine *e, uint64_t now)
 		if (limit * 4u < old * 3u || (limit * 4u > old * 5u && held_back)) {
 			e->kernel_queue_set(e->kernel_queue_arg, limit);
 			e->kernel_queue_limit = limit;
+			stats_publish_kernel_queue(e->stats, limit);
 		}
 	}
 	e->window_transfers = e->window_transfer_bytes = 0;
@@ -1071,7 +1072,8 @@ void engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t l
 	e->kernel_queue_set = set;
 	e->kernel_queue_arg = arg;
 	e->kernel_queue_max = max;
-	e->kernel_queue_limit = engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES, max);
+	e->kernel_queue_limit = set ? engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES, max) : max;
+	stats_publish_kernel_queue(e->stats, e->kernel_queue_limit);
 }
 
 /* The scheduler's view of each tenant, copied out for readers on other threads. */

@@ -310,6 +310,17 @@ static long kernel_limit(int connection_dir)
 	return strtol(text, NULL, 10);
 }
 
+/* The limit fusesched stat reports (max_background). */
+static long stat_max_background(const struct test_mount *m)
+{
+	struct json_object *mount = NULL, *field = NULL;
+	struct json_object *doc = ctl_test_stat(m->mnt, &mount);
+	long n = json_object_object_get_ex(mount, "max_background", &field) ? (long)json_object_get_int64(field)
+									 : -1;
+	json_object_put(doc);
+	return n;
+}
+
 /*
  * The kernel's queue of async requests is one FIFO for every tenant, and
  * each request in it is read whole: by default the daemon sizes it in
@@ -329,6 +340,7 @@ START_TEST(kernel_queue_is_sized_in_bytes)
 	ck_assert_int_eq(chown(attacker_dir, ATTACKER_UID, ATTACKER_UID), 0);
 	int ctl = open_connection_dir(&m);
 	ck_assert_int_eq(kernel_limit(ctl), 128);
+	ck_assert_int_eq(stat_max_background(&m), 128);
 
 	const char *flood[] = {"--rw=write", "--bs=1M", "--iodepth=512", "--numjobs=2", "--size=256M",
 			       NULL};
@@ -360,12 +372,14 @@ START_TEST(kernel_queue_is_sized_in_bytes)
 	CTL_TEST_POLL((raised = kernel_limit(ctl)) == 1024);
 	stop_attacker_fio(fio);
 	ck_assert_int_eq(raised, 1024);
+	ck_assert_int_eq(stat_max_background(&m), 1024);
 
 	fio = spawn_attacker_fio(attacker_dir, flood);
 	long lowered = 0;
 	CTL_TEST_POLL((lowered = kernel_limit(ctl)) == 128);
 	stop_attacker_fio(fio);
 	ck_assert_int_eq(lowered, 128);
+	ck_assert_int_eq(stat_max_background(&m), 128);
 
 	close(ctl);
 	test_mount_require_clean_exit(test_mount_stop(&m));
