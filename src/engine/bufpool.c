@@ -200,9 +200,11 @@ size_t bufpool_trim(struct bufpool *p, size_t max_unmaps)
 {
 	size_t unmapped = 0;
 	pthread_mutex_lock(&p->lock);
-	/* The fewest kept since the last call: that many sat unused all along. */
+	/* The fewest kept since the last call: that many sat unused all along.
+	 * The lock is dropped for each munmap, and others may take kept
+	 * mappings meanwhile: the list, not the count taken here, says what is left. */
 	size_t idle = p->cached_low < p->cached_count ? p->cached_low : p->cached_count;
-	while (unmapped < idle && unmapped < max_unmaps) {
+	while (unmapped < idle && unmapped < max_unmaps && p->cached) {
 		struct cached_map *c = p->cached;
 		p->cached = c->next;
 		p->cached_count--;

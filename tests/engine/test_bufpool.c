@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <unistd.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,6 +214,62 @@ START_TEST(threads_never_share_a_block)
 }
 END_TEST
 
+/* Takes 8 buffers of 1 MiB and gives them back, until told to stop. */
+struct taker_arg {
+	struct bufpool *pool;
+	atomic_bool *stop;
+};
+
+static void *take_and_give_back(void *argp)
+{
+	struct taker_arg *a = argp;
+	enum { HELD = 8 };
+	void *b[HELD];
+	while (!atomic_load(a->stop)) {
+		for (int i = 0; i < HELD; i++) {
+			ck_assert_ptr_nonnull(b[i] = bufpool_get(a->pool, MIB));
+			memset(b[i], 1, 4096);
+		}
+		for (int i = 0; i < HELD; i++)
+			bufpool_put(a->pool, b[i]);
+	}
+	return NULL;
+}
+
+/*
+ * The trim drops its lock for every unmap, and the workers take kept
+ * mappings meanwhile (each reads into one): it stops when none is left,
+ * whatever it counted at the start; and every mapping is still given back
+ * to the system in the end.
+ */
+START_TEST(trimming_while_others_take_kept_buffers)
+{
+	struct bufpool *p = pool_of(0); /* heap buffers only */
+	enum { THREADS = 4, KEPT = 64, ROUNDS = 200 };
+	atomic_bool stop = false;
+	struct taker_arg arg = {p, &stop};
+	pthread_t t[THREADS];
+	for (int i = 0; i < THREADS; i++)
+		ck_assert_int_eq(pthread_create(&t[i], NULL, take_and_give_back, &arg), 0);
+	void *held[KEPT];
+	for (int round = 0; round < ROUNDS; round++) {
+		for (int i = 0; i < KEPT; i++)
+			ck_assert_ptr_nonnull(held[i] = bufpool_get(p, MIB));
+		for (int i = 0; i < KEPT; i++)
+			bufpool_put(p, held[i]);
+		bufpool_trim(p, 0);        /* from here, what stays kept counts as unused */
+		bufpool_trim(p, SIZE_MAX); /* unmaps while the threads take */
+	}
+	atomic_store(&stop, true);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	bufpool_trim(p, SIZE_MAX);
+	bufpool_trim(p, SIZE_MAX);
+	ck_assert_uint_eq(bufpool_heap_bytes(p), 0);
+	bufpool_free(p);
+}
+END_TEST
+
 static Suite *bufpool_suite(void)
 {
 	Suite *s = suite_create("bufpool");
@@ -224,6 +281,7 @@ static Suite *bufpool_suite(void)
 	tcase_add_test(tc, heap_buffers_are_returned_to_the_system);
 	tcase_add_test(tc, queued_payloads_leave_half_the_arena);
 	tcase_add_test(tc, threads_never_share_a_block);
+	tcase_add_test(tc, trimming_while_others_take_kept_buffers);
 	suite_add_tcase(s, tc);
 	return s;
 }

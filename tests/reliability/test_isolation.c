@@ -134,6 +134,14 @@ static void mount_attacker_and_victim(struct test_mount *m, const char *options)
 	test_mount_start(m, args);
 }
 
+/* The attacker's own directory on the mount; its path in dir. */
+static void make_attacker_dir(const struct test_mount *m, char *dir, size_t dir_bytes)
+{
+	snprintf(dir, dir_bytes, "%s", test_mnt_path(m, "attacker"));
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	ck_assert_int_eq(chown(dir, ATTACKER_UID, ATTACKER_UID), 0);
+}
+
 /* The 4 KiB file the victim reads and the sprayer opens, readable by all. */
 static void make_small_file(const struct test_mount *m)
 {
@@ -189,9 +197,7 @@ START_TEST(write_flood_does_not_stall_another_tenant_and_its_memory_returns)
 	/* The largest backlog the kernel lets in: 1024 writes of 1 MiB. */
 	mount_attacker_and_victim(&m, "max_background=1024");
 	char attacker_dir[400];
-	snprintf(attacker_dir, sizeof(attacker_dir), "%s", test_mnt_path(&m, "attacker"));
-	ck_assert_int_eq(mkdir(attacker_dir, 0755), 0);
-	ck_assert_int_eq(chown(attacker_dir, ATTACKER_UID, ATTACKER_UID), 0);
+	make_attacker_dir(&m, attacker_dir, sizeof(attacker_dir));
 	make_small_file(&m);
 	long rss_before_kib = daemon_rss_kib(&m);
 	ck_assert_int_gt(rss_before_kib, 0);
@@ -327,7 +333,7 @@ static long stat_max_background(const struct test_mount *m)
  * bytes (engine.h). A 1 MiB direct-write flood at depth 1024 gets 128
  * requests into the daemon, not 1024 (a 128 MiB burst ahead of anyone
  * else's request, not 1 GiB); a deep 4 KiB aio reader that fills that
- * limit has it raised to 1024, so the scheduler sees its whole depth; and
+ * limit has it raised past its depth, so the scheduler sees all of it; and
  * large requests bring it back down.
  */
 START_TEST(kernel_queue_is_sized_in_bytes)
@@ -335,9 +341,7 @@ START_TEST(kernel_queue_is_sized_in_bytes)
 	struct test_mount m;
 	mount_attacker_and_victim(&m, NULL);
 	char attacker_dir[400];
-	snprintf(attacker_dir, sizeof(attacker_dir), "%s", test_mnt_path(&m, "attacker"));
-	ck_assert_int_eq(mkdir(attacker_dir, 0755), 0);
-	ck_assert_int_eq(chown(attacker_dir, ATTACKER_UID, ATTACKER_UID), 0);
+	make_attacker_dir(&m, attacker_dir, sizeof(attacker_dir));
 	int ctl = open_connection_dir(&m);
 	ck_assert_int_eq(kernel_limit(ctl), 128);
 	ck_assert_int_eq(stat_max_background(&m), 128);
@@ -368,11 +372,13 @@ START_TEST(kernel_queue_is_sized_in_bytes)
 
 	const char *deep_reads[] = {"--rw=randread", "--bs=4k", "--iodepth=512", "--size=64M", NULL};
 	fio = spawn_attacker_fio(attacker_dir, deep_reads);
+	/* Raised past its depth of 512 (to 1024, or short of it if a second
+	 * mixed in fio's larger layout writes: then the limit no longer fills). */
 	long raised = 0;
-	CTL_TEST_POLL((raised = kernel_limit(ctl)) == 1024);
+	CTL_TEST_POLL((raised = kernel_limit(ctl)) >= 512);
+	ck_assert_int_ge(stat_max_background(&m), 512); /* it may have moved on to 1024 */
 	stop_attacker_fio(fio);
-	ck_assert_int_eq(raised, 1024);
-	ck_assert_int_eq(stat_max_background(&m), 1024);
+	ck_assert_int_ge(raised, 512);
 
 	fio = spawn_attacker_fio(attacker_dir, flood);
 	long lowered = 0;
