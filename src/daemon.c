@@ -167,22 +167,8 @@ int daemon_parse_mount_opts(struct daemon_options *o, const char *opts, char *er
 /* Is path (already resolved) the mount point of an existing mount? */
 static bool is_mount_point(const char *path)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return false;
-	char *line = NULL;
-	size_t cap = 0;
-	bool found = false;
-	while (!found && getline(&line, &cap, f) > 0) {
-		char mnt[PATH_MAX], decoded[PATH_MAX];
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
-			continue;
-		mountinfo_unescape(decoded, sizeof(decoded), mnt, strlen(mnt));
-		found = strcmp(decoded, path) == 0;
-	}
-	free(line);
-	fclose(f);
-	return found;
+	struct mountinfo_entry e;
+	return mountinfo_find(path, &e) == 0;
 }
 
 static bool user_allow_other_configured(void)

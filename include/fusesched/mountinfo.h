@@ -13,4 +13,17 @@
  */
 void mountinfo_unescape(char *dst, size_t cap, const char *src, size_t len);
 
+/* One line of /proc/self/mountinfo: the mount's device and filesystem type. */
+struct mountinfo_entry {
+	unsigned int major, minor;
+	char fstype[64];
+};
+
+/*
+ * The topmost mount on path (already resolved, as realpath gives it) in
+ * /proc/self/mountinfo, into *out: 0, -ENOENT when nothing is mounted
+ * there, or -errno when the file cannot be read.
+ */
+int mountinfo_find(const char *path, struct mountinfo_entry *out);
+
 #endif

@@ -1083,7 +1083,7 @@ static void publish_stats(struct engine *e, uint64_t now)
 	if (now < e->next_publish_ns)
 		return;
 	e->next_publish_ns = now + e->params.stats_publish_ns;
-	uint32_t busy_tenant = 0, busy_count = 0, held = 0;
+	uint32_t busy_tenant = 0, busy_count = 0;
 	for (uint32_t id = 0; id < tenant_queues_limit(e->queues); id++) {
 		struct sched_queue *queue = tenant_queues_find(e->queues, id);
 		if (!queue)
@@ -1094,9 +1094,9 @@ static void publish_stats(struct engine *e, uint64_t now)
 		if (q.pending || q.inflight) {
 			busy_tenant = id;
 			busy_count++;
-			held += q.pending + q.inflight;
 		}
 	}
+	uint32_t held = sched_pending(e->sched) + sched_inflight(e->sched);
 	if (held > e->window_peak_held)
 		e->window_peak_held = held;
 	recompute_meta_sole(e, now, busy_tenant, busy_count);

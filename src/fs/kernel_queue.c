@@ -19,28 +19,11 @@ static long connection_of(const char *path)
 	char real[PATH_MAX];
 	if (!realpath(path, real))
 		return -errno;
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return -errno;
-	long found = -ENOENT;
-	char *line = NULL;
-	size_t cap = 0;
-	/* "ID PARENT MAJOR:MINOR ROOT MOUNTPOINT ... - FSTYPE ...": the last match is on top. */
-	while (getline(&line, &cap, f) > 0) {
-		unsigned major, minor;
-		int root_end = 0, point_start = 0, point_end = 0;
-		if (sscanf(line, "%*u %*u %u:%u %*s%n %n%*s%n", &major, &minor, &root_end, &point_start,
-			   &point_end) < 2 || point_end <= point_start)
-			continue;
-		char point[PATH_MAX];
-		mountinfo_unescape(point, sizeof(point), line + point_start, (size_t)(point_end - point_start));
-		const char *sep = strstr(line, " - ");
-		if (strcmp(point, real) == 0 && sep && strncmp(sep + 3, "fuse", 4) == 0 && major == 0)
-			found = minor;
-	}
-	free(line);
-	fclose(f);
-	return found;
+	struct mountinfo_entry e;
+	int r = mountinfo_find(real, &e);
+	if (r)
+		return r;
+	return e.major == 0 && strncmp(e.fstype, "fuse", 4) == 0 ? (long)e.minor : -ENOENT;
 }
 
 static int open_in(const char *dir, long conn)
