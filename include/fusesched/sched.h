@@ -113,6 +113,8 @@ struct sched_params {
 	uint64_t away_window_ns;		/* 20 ms: see above */
 	uint32_t async_depth_pct;		/* 90: async share of max_inflight ... */
 	uint64_t async_sync_window_ns;		/* 100 ms: ... if sync I/O arrived this recently */
+	uint64_t reserve_window_ns;		/* 1 s: slots kept for a shallow tenant gone idle; 0: none */
+	uint32_t reserve_max_pct;		/* 12: of max_inflight kept at most, for all of them */
 };
 
 /* A link of the scheduler's intrusive lists (src/sched/list.h); here only

@@ -15,12 +15,15 @@ uint32_t sched_bfq_cap(const struct sched *s, const struct sched_queue *q)
 	return cap ? (uint32_t)cap : 1;
 }
 
-/* Writeback (async) may not take the last slots while someone has issued
- * sync requests recently: a small sync reader next to a streaming buffered
- * writer then finds a free slot instead of waiting for one of the writer's
- * requests to finish. */
+/* The last free slots are kept for lighter tenants: those remembered by the
+ * reserve (reserve.c), and sync ones against writeback: async may not take
+ * the last slots while someone has issued sync requests recently, so a
+ * small sync reader next to a streaming buffered writer finds a free slot
+ * instead of waiting for one of the writer's requests to finish. */
 bool sched_bfq_head_fits(const struct sched *s, struct sched_queue *q, uint64_t now_ns)
 {
+	if (!sched_reserve_fits(s, q))
+		return false;
 	if (queue_head(q)->sync || !s->last_sync_ns ||
 	    now_ns - s->last_sync_ns > s->p.async_sync_window_ns)
 		return true;
@@ -270,6 +273,7 @@ static struct sched_req *dispatch_yield(struct sched *s, struct sched_queue *g, 
 
 static struct sched_req *bfq_dispatch(struct sched *s, uint64_t now_ns)
 {
+	sched_reserve_expire(s, now_ns);
 	struct sched_queue *g = s->in_service;
 	if (g && slice_over(s, g, now_ns))
 		g = NULL;
@@ -298,6 +302,7 @@ static void bfq_enqueue(struct sched *s, struct sched_queue *q, struct sched_req
 	bool back = q->depth == QUEUE_AWAY;
 	if (back)
 		sched_away_return(s, q);
+	sched_reserve_arrival(s, q);
 	sched_list_add_tail(&q->reqs, &r->link);
 	if (q->pending > 1)
 		return;
@@ -320,8 +325,10 @@ static void bfq_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	struct sched_queue *q = r->queue;
 	uint64_t share_ns = sched_req_finish(s, r, now_ns);
 	bool cycle_slowed = sched_learn_cycle(s, q, r, now_ns);
-	if (sched_req_settle(s, q, r, now_ns))
+	if (sched_req_settle(s, q, r, now_ns)) {
 		sched_deep_emptied(s, q, now_ns);
+		sched_reserve_join(s, q, now_ns);
+	}
 	sched_gap_update(s, q);
 	queue_charge(s, q, time_charge_extra(s, r, share_ns));
 	sched_learn_inject_limit(s, q, r, cycle_slowed, now_ns);

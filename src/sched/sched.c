@@ -37,6 +37,8 @@ void sched_params_default(struct sched_params *p)
 		.away_window_ns = 20000000,
 		.async_depth_pct = 90,
 		.async_sync_window_ns = 100000000,
+		.reserve_window_ns = 1000000000,
+		.reserve_max_pct = 12,
 	};
 }
 
@@ -68,7 +70,7 @@ static int params_check(const struct sched_params *p)
 	if (!p->peak_window_ns || p->idle_min_ns > p->idle_max_ns || !p->idle_think_pct)
 		return -EINVAL;
 	if (p->inject_slowdown_pct < 100 || !p->waker_hits || !p->async_depth_pct ||
-	    p->async_depth_pct > 100)
+	    p->async_depth_pct > 100 || p->reserve_max_pct > 100)
 		return -EINVAL;
 	return 0;
 }
@@ -92,6 +94,7 @@ int sched_new(const struct sched_params *p, struct sched **out)
 	sched_list_init(&s->all_groups);
 	sched_list_init(&s->sync_queues);
 	sched_list_init(&s->away_queues);
+	sched_list_init(&s->reserve_queues);
 	sched_list_init(&s->fifo_reqs);
 	s->rate.max_budget_bytes = p->budget_initial_bytes;
 	*out = s;
@@ -165,6 +168,7 @@ void sched_queue_free_if_done(struct sched *s, struct sched_queue *q)
 {
 	if (!q->detached || queue_busy(q) || q->depth == QUEUE_AWAY || q == s->in_service)
 		return;
+	sched_reserve_leave(s, q);
 	sched_list_remove(&q->all_link);
 	s->nqueues_alloc--;
 	sched_tree_queue_gone(q);

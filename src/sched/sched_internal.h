@@ -14,6 +14,7 @@
  *   tree.c    the tenant tree: groups, and each active queue's share of
  *             the store as its weight in virtual time
  *   wf2q.c    virtual time and the eligibility heaps (wf2q.h)
+ *   reserve.c slots kept free for shallow tenants that come and go
  *   list.h    the intrusive list
  *
  * One clock. The scheduler is pure: no syscalls, no threads, and it never
@@ -189,6 +190,7 @@ struct sched_queue {
 	struct sched_link all_link;	/* sched.all_queues */
 	struct sched_link sync_link;	/* sched.sync_queues, while its head is a barrier */
 	struct sched_link away_link;	/* sched.away_queues, while QUEUE_AWAY */
+	struct sched_link reserve_link;	/* sched.reserve_queues, while reserved */
 	struct sched_link reqs;		/* queued requests, arrival order (bfq) */
 	uint32_t pending, inflight;
 	bool weighed;			/* its weight counts in wq.wsum */
@@ -196,6 +198,10 @@ struct sched_queue {
 	bool last_sync;			/* its latest arrival was sync */
 	enum queue_depth depth;
 	uint64_t away_until_ns;		/* while QUEUE_AWAY */
+	uint32_t busy_depth_max;	/* most queued and in flight since it went busy */
+	uint32_t reserved;		/* slots kept for it (reserve.c), 0: not on the list */
+	uint64_t reserved_weight;	/* its weight when it joined, in reserved_wsum */
+	uint64_t reserve_until_ns;
 
 	struct queue_slice slice;
 	struct queue_think think;
@@ -274,6 +280,9 @@ struct sched {
 	struct sched_link sync_queues;	/* queues whose head request is a barrier */
 	struct sched_link away_queues;	/* QUEUE_AWAY, by away_until_ns */
 	uint64_t gap_wsum;		/* weights of the QUEUE_IN_GAP queues */
+	struct sched_link reserve_queues;	/* shallow queues gone idle, oldest first */
+	uint32_t reserved_slots;	/* their reserved sum (capped where used) */
+	uint64_t reserved_wsum;		/* their weights */
 
 	/* fifo */
 	struct sched_link fifo_reqs;	/* every queued request, arrival order */
@@ -386,6 +395,18 @@ bool sched_bfq_head_fits(const struct sched *s, struct sched_queue *q, uint64_t 
  * enum sched_inject rule that let it in. */
 struct sched_req *sched_bfq_take(struct sched *s, struct sched_queue *q, int kind,
 				 uint64_t now_ns);
+
+/* reserve.c: slots kept free for shallow queues gone idle lately. */
+/* q gets a request (counted already): it leaves the reserve. */
+void sched_reserve_arrival(struct sched *s, struct sched_queue *q);
+/* q is no longer busy: remembered, with the slots it used. */
+void sched_reserve_join(struct sched *s, struct sched_queue *q, uint64_t now_ns);
+void sched_reserve_leave(struct sched *s, struct sched_queue *q);
+/* Forgets the queues remembered longer than reserve_window_ns. */
+void sched_reserve_expire(struct sched *s, uint64_t now_ns);
+/* Whether q's next request may take a free slot: one of the kept ones only
+ * while q is within its share of the depth. */
+bool sched_reserve_fits(const struct sched *s, const struct sched_queue *q);
 
 /* idle.c */
 /* After q's head changed: on sched.sync_queues while its head is a barrier. */

@@ -807,6 +807,107 @@ static void shares_near(const uint64_t *got, int nq, const double *want, const c
 
 /* H1 and H4 of the simulator at depth 1, read off the dispatch counts; the
  * same queues at the root share alike instead. */
+/* Dispatches everything the scheduler lets out now; returns how many. */
+static unsigned dispatch_all(struct sched *s, uint64_t now)
+{
+	unsigned n = 0;
+	while (sched_dispatch(s, now))
+		n++;
+	return n;
+}
+
+/* A shallow tenant gone idle keeps a slot (reserve.c): a deep tenant past
+ * its share of the depth does not take the last one, so the light tenant's
+ * next request goes out at once instead of waiting for a completion; a
+ * third tenant that is here, within its share, may take it; the slot is
+ * given up reserve_window_ns after the light tenant went idle, and however
+ * many light tenants come and go, the deep one keeps all but
+ * reserve_max_pct of the depth. Without the reserve (window 0) the deep
+ * tenant takes every slot. */
+START_TEST(reserve_keeps_a_slot_for_a_light_tenant)
+{
+	for (int with = 0; with <= 1; with++) {
+		struct sched_params p;
+		struct sched *s;
+		sched_params_default(&p);
+		p.max_inflight = 8;
+		p.idle_enable = false;	/* the light tenant is not idled for */
+		if (!with)
+			p.reserve_window_ns = 0;
+		ck_assert_int_eq(sched_new(&p, &s), 0);
+		struct sched_queue *deep = queue(s, 1, 10), *light = queue(s, 2, 100);
+		static struct sched_req rd[64], rl[3];
+		uint64_t now = 1000 * US;
+		req_init(&rl[0], light, SCHED_OP_READ, 4096);
+		rl[0].sync = true;
+		sched_enqueue(s, &rl[0], now);
+		ck_assert_ptr_eq(sched_dispatch(s, now), &rl[0]);
+		now += 100 * US;
+		sched_complete(s, &rl[0], now);
+		for (int i = 0; i < 64; i++) {
+			req_init(&rd[i], deep, SCHED_OP_WRITE, 1 << 20);
+			rd[i].sync = true;
+			sched_enqueue(s, &rd[i], now);
+		}
+		ck_assert_uint_eq(dispatch_all(s, now), with ? 7 : 8);
+		/* the light tenant is back 10 ms later */
+		now += 10000 * US;
+		req_init(&rl[1], light, SCHED_OP_READ, 4096);
+		rl[1].sync = true;
+		sched_enqueue(s, &rl[1], now);
+		struct sched_req *r = sched_dispatch(s, now);
+		if (!with) {
+			ck_assert_ptr_null(r);
+			sched_free(s);
+			continue;
+		}
+		ck_assert_ptr_eq(r, &rl[1]);
+		now += 100 * US;
+		sched_complete(s, &rl[1], now);
+		/* remembered again: the deep tenant stays at 7 */
+		sched_complete(s, &rd[0], now);
+		ck_assert_uint_eq(dispatch_all(s, now), 1);
+		ck_assert_uint_eq(sched_inflight(s), 7);
+		/* a tenant that is here takes the kept slot */
+		struct sched_queue *other = queue(s, 3, 100);
+		req_init(&rl[2], other, SCHED_OP_READ, 4096);
+		rl[2].sync = true;
+		sched_enqueue(s, &rl[2], now);
+		ck_assert_ptr_eq(sched_dispatch(s, now), &rl[2]);
+		now += 100 * US;
+		sched_complete(s, &rl[2], now);
+		/* both remembered: still one slot kept of 8 (reserve_max_pct) */
+		ck_assert_uint_eq(dispatch_all(s, now), 0);
+		ck_assert_uint_eq(sched_inflight(s), 7);
+		/* past the window the deep tenant may use it */
+		now += p.reserve_window_ns;
+		ck_assert_uint_eq(dispatch_all(s, now), 1);
+		ck_assert_uint_eq(sched_inflight(s), 8);
+		sched_free(s);
+	}
+	/* many light tenants come and go: the deep one keeps 7 of 8 */
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 8);
+	static struct sched_req rl[20], rd[16];
+	uint64_t now = 1000 * US;
+	for (int i = 0; i < 20; i++) {
+		req_init(&rl[i], queue(s, 10 + (uint64_t)i, 1000), SCHED_OP_READ, 4096);
+		rl[i].sync = true;
+		sched_enqueue(s, &rl[i], now);
+		ck_assert_ptr_eq(sched_dispatch(s, now), &rl[i]);
+		now += 100 * US;
+		sched_complete(s, &rl[i], now);
+	}
+	struct sched_queue *deep = queue(s, 1, 1);
+	for (int i = 0; i < 16; i++) {
+		req_init(&rd[i], deep, SCHED_OP_WRITE, 1 << 20);
+		rd[i].sync = true;
+		sched_enqueue(s, &rd[i], now);
+	}
+	ck_assert_uint_eq(dispatch_all(s, now), 7);
+	sched_free(s);
+}
+END_TEST
+
 START_TEST(tree_shares_by_weight_among_siblings)
 {
 	struct sched *s = new_sched(SCHED_POLICY_BFQ, 1);
@@ -1395,6 +1496,7 @@ int main(void)
 	tcase_add_test(tc, fsync_charged_by_time_held);
 	tcase_add_test(tc, time_charge_shared_within_batch);
 	tcase_add_test(tc, deep_tenant_away_keeps_place);
+	tcase_add_test(tc, reserve_keeps_a_slot_for_a_light_tenant);
 	tcase_add_test(tc, s6_engine_matches_reference);
 	tcase_add_test(tc, s6_random_sequences_consistent);
 	tcase_add_test(tc, tree_shares_by_weight_among_siblings);
