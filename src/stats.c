@@ -23,6 +23,7 @@ struct stats {
 	atomic_uint inflight;
 	atomic_uint max_inflight;
 	atomic_uint kernel_queue_limit;
+	atomic_uint reserved;
 	struct stats_tenant tenants[];
 };
 
@@ -117,8 +118,9 @@ void stats_reset_tenant(struct stats *s, uint32_t tenant)
 }
 
 void stats_publish_global(struct stats *s, uint64_t peak_rate_bytes_per_s, uint32_t inflight,
-			  uint32_t max_inflight)
+			  uint32_t max_inflight, uint32_t reserved)
 {
+	atomic_store_explicit(&s->reserved, reserved, memory_order_relaxed);
 	atomic_store_explicit(&s->peak_rate, peak_rate_bytes_per_s, memory_order_relaxed);
 	atomic_store_explicit(&s->inflight, inflight, memory_order_relaxed);
 	atomic_store_explicit(&s->max_inflight, max_inflight, memory_order_relaxed);
@@ -167,12 +169,13 @@ void stats_read_tenant(const struct stats *s, uint32_t tenant, struct stats_tena
 }
 
 void stats_read_global(const struct stats *s, uint64_t *peak_rate_bytes_per_s, uint32_t *inflight,
-		       uint32_t *max_inflight)
+		       uint32_t *max_inflight, uint32_t *reserved)
 {
 	struct stats *m = (struct stats *)s;
 	*peak_rate_bytes_per_s = atomic_load_explicit(&m->peak_rate, memory_order_relaxed);
 	*inflight = atomic_load_explicit(&m->inflight, memory_order_relaxed);
 	*max_inflight = atomic_load_explicit(&m->max_inflight, memory_order_relaxed);
+	*reserved = atomic_load_explicit(&m->reserved, memory_order_relaxed);
 }
 
 uint64_t stats_latency_quantile_ns(const uint64_t buckets[STATS_LATENCY_BUCKETS], double q)

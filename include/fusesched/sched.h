@@ -237,6 +237,9 @@ void sched_timer(struct sched *s, uint64_t now_ns);
 uint64_t sched_peak_rate(const struct sched *s);
 uint32_t sched_inflight(const struct sched *s);
 uint32_t sched_pending(const struct sched *s);
+/* Dispatch slots kept free now for tenants that went idle within
+ * reserve_window_ns (bfq; 0 under fifo). */
+uint32_t sched_reserved_slots(const struct sched *s, uint64_t now_ns);
 /* Tenants with requests queued or in flight. */
 uint32_t sched_busy_queues(const struct sched *s);
 

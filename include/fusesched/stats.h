@@ -55,13 +55,15 @@ void stats_record_solo(struct stats *s, uint32_t tenant);
 void stats_publish_sched(struct stats *s, uint32_t tenant, const struct sched_queue_stats *q);
 /* The tenant id was retired and may be reused: its history must not carry over. */
 void stats_reset_tenant(struct stats *s, uint32_t tenant);
+/* reserved: dispatch slots the scheduler keeps for tenants that come and go
+ * (sched_reserved_slots). */
 void stats_publish_global(struct stats *s, uint64_t peak_rate_bytes_per_s, uint32_t inflight,
-			  uint32_t max_inflight);
+			  uint32_t max_inflight, uint32_t reserved);
 
 /* Any thread. */
 void stats_read_tenant(const struct stats *s, uint32_t tenant, struct stats_tenant_snapshot *out);
 void stats_read_global(const struct stats *s, uint64_t *peak_rate_bytes_per_s, uint32_t *inflight,
-		       uint32_t *max_inflight);
+		       uint32_t *max_inflight, uint32_t *reserved);
 
 /* The kernel's async request limit in force (max_background; engine.h), 0 until known. */
 void stats_publish_kernel_queue(struct stats *s, uint32_t limit);

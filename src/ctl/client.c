@@ -464,9 +464,10 @@ static void print_table(FILE *out, struct json_object *m, const struct col *sort
 	human_uptime(up_time, sizeof(up_time), num(m, "uptime_s"));
 	human_bytes(peak, sizeof(peak), num(m, "peak_rate_bytes_per_s"));
 	fprintf(out, "mount %s  backing %s  policy %s  in flight %" PRIu64 "/%" PRIu64
-		"  kernel queue %" PRIu64 "  peak %s/s  uptime %s\n",
+		" (%" PRIu64 " kept)  kernel queue %" PRIu64 "  peak %s/s  uptime %s\n",
 		str(m, "mount"), str(m, "backing"), str(m, "policy"), u64(m, "inflight"),
-		u64(m, "max_inflight"), u64(m, "max_background"), peak, up_time);
+		u64(m, "max_inflight"), u64(m, "reserved_slots"), u64(m, "max_background"), peak,
+		up_time);
 	struct json_object *tenants = field(m, "tenants");
 	size_t n = json_object_array_length(tenants), cap = n ? n : 1;
 	struct json_object **rows = calloc(cap, sizeof(*rows));
@@ -548,6 +549,7 @@ static const struct prom_metric METRICS[] = {
 	{"fusesched_uptime_seconds", "gauge", "Seconds since the daemon mounted.", NULL, NULL, 1, "uptime_s"},
 	{"fusesched_inflight", "gauge", "Requests at the backing store now.", NULL, NULL, 1, "inflight"},
 	{"fusesched_max_inflight", "gauge", "Configured limit of requests at the backing store.", NULL, NULL, 1, "max_inflight"},
+	{"fusesched_reserved_slots", "gauge", "Dispatch slots kept free for tenants that went idle within the reserve window.", NULL, NULL, 1, "reserved_slots"},
 	{"fusesched_max_background", "gauge", "The kernel's limit on async requests sent to the daemon at once.", NULL, NULL, 1, "max_background"},
 	{"fusesched_peak_rate_bytes_per_second", "gauge", "Learned peak rate of the backing store.", NULL, NULL, 1, "peak_rate_bytes_per_s"},
 	{"fusesched_tenant_weight", "gauge", "Weight of the tenant.", "weight", NULL, 1, NULL},

@@ -459,10 +459,11 @@ static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 	json_object_object_add(o, "socket", json_object_new_string(s->socket_path));
 	json_object_object_add(o, "policy", json_object_new_string(s->policy));
 	uint64_t peak;
-	uint32_t inflight, max_inflight;
-	stats_read_global(s->stats, &peak, &inflight, &max_inflight);
+	uint32_t inflight, max_inflight, reserved;
+	stats_read_global(s->stats, &peak, &inflight, &max_inflight, &reserved);
 	ctl_json_add_u64(o, "inflight", inflight);
 	ctl_json_add_u64(o, "max_inflight", max_inflight);
+	ctl_json_add_u64(o, "reserved_slots", reserved);
 	ctl_json_add_u64(o, "max_background", stats_read_kernel_queue(s->stats));
 	ctl_json_add_u64(o, "peak_rate_bytes_per_s", peak);
 	ctl_json_add_double(o, "uptime_s", (double)(now - s->start_ns) / CTL_NS_PER_S);

@@ -87,3 +87,15 @@ bool sched_reserve_fits(const struct sched *s, const struct sched_queue *q)
 	uint64_t wsum = s->wq.wsum + s->reserved_wsum + (q->weighed ? 0 : q->ent.weight);
 	return (uint64_t)q->inflight * wsum < (uint64_t)s->p.max_inflight * q->ent.weight;
 }
+
+uint32_t sched_reserved_slots(const struct sched *s, uint64_t now_ns)
+{
+	uint32_t kept = 0;
+	const struct sched_link *l;
+	sched_list_foreach(l, &s->reserve_queues) {
+		const struct sched_queue *q = sched_list_entry(l, struct sched_queue, reserve_link);
+		if (q->reserve_until_ns > now_ns)
+			kept += q->reserved;
+	}
+	return kept < reserve_limit(s) ? kept : reserve_limit(s);
+}

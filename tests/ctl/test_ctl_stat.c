@@ -240,7 +240,7 @@ static struct json_object *doc(const char *tenants)
 	char text[16384];
 	snprintf(text, sizeof(text),
 		 "{\"ok\":true,\"mount\":\"/mnt/m\",\"backing\":\"/srv/b\",\"policy\":\"bfq\","
-		 "\"inflight\":3,\"max_inflight\":32,\"max_background\":128,\"peak_rate_bytes_per_s\":734003200,"
+		 "\"inflight\":3,\"max_inflight\":32,\"reserved_slots\":1,\"max_background\":128,\"peak_rate_bytes_per_s\":734003200,"
 		 "\"uptime_s\":3725.5,\"interval_s\":1.0,\"tenants\":[%s]}",
 		 tenants);
 	struct json_object *o = json_tokener_parse(text);
@@ -349,7 +349,7 @@ END_TEST
 
 /* Printed by the flat printer before the tree: a flat mount must print the same bytes. */
 static const char FLAT_BY_WEIGHT[] =
-	"mount /mnt/m  backing /srv/b  policy bfq  in flight 3/32  kernel queue 128  peak 700MiB/s  uptime 1h02m05s\n"
+	"mount /mnt/m  backing /srv/b  policy bfq  in flight 3/32 (1 kept)  kernel queue 128  peak 700MiB/s  uptime 1h02m05s\n"
 	"TENANT       WEIGHT TARGET  SHARE SH.ALL   TIME   READ/s  WRITE/s   IOPS     P50     P99     MAX QUEUED  INFL  IDLE#    IDLE   INJ w/f/g   EXP x/t/e/i/p\n"
 	"/demo-gold      800  88.9%  51.9%  50.0%  70.0%       0B   133MiB  2.12k   262us  1.05ms  25.5ms      0     0  1.09k   125ms       1/0/9 637/0/1.90k/69/0\n"
 	"(default)       100   0.0%   0.0%   0.0%   0.0%       0B       0B      0     0ns     0ns     0ns      0     0      0     0ns       0/0/0       0/0/0/0/0\n"

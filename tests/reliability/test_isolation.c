@@ -392,6 +392,73 @@ START_TEST(kernel_queue_is_sized_in_bytes)
 }
 END_TEST
 
+/* The scheduler's slots now, from one stat snapshot: in flight, the limit, kept. */
+static void stat_slots(const struct test_mount *m, int64_t *inflight, int64_t *max_inflight,
+		       int64_t *kept)
+{
+	struct json_object *mount = NULL, *field = NULL;
+	struct json_object *doc = ctl_test_stat(m->mnt, &mount);
+	ck_assert(json_object_object_get_ex(mount, "inflight", &field));
+	*inflight = json_object_get_int64(field);
+	ck_assert(json_object_object_get_ex(mount, "max_inflight", &field));
+	*max_inflight = json_object_get_int64(field);
+	ck_assert(json_object_object_get_ex(mount, "reserved_slots", &field));
+	*kept = json_object_get_int64(field);
+	json_object_put(doc);
+}
+
+/*
+ * A tenant that reads now and then keeps a slot (the scheduler's reserve):
+ * while a weight-10 direct-write flood fills the store, the victim's one
+ * read makes the daemon keep a slot free for its next one, and the flood,
+ * past its share of the depth, stays out of it; a second later the slot
+ * is the flood's again.
+ */
+START_TEST(a_slot_is_kept_for_a_tenant_that_comes_and_goes)
+{
+	struct test_mount m;
+	mount_attacker_and_victim(&m, NULL);
+	char attacker_dir[400];
+	make_attacker_dir(&m, attacker_dir, sizeof(attacker_dir));
+	make_small_file(&m);
+	const char *flood[] = {"--rw=write", "--bs=1M", "--iodepth=512", "--numjobs=2", "--size=256M",
+			       NULL};
+	pid_t fio = spawn_attacker_fio(attacker_dir, flood);
+	int64_t inflight = 0, limit = 0, kept = 0;
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_attacker, "queued") > 32);
+	stat_slots(&m, &inflight, &limit, &kept);
+	ck_assert_int_eq(kept, 0);	/* nobody else has been about */
+
+	pid_t victim = fork();
+	ck_assert_int_ge(victim, 0);
+	if (victim == 0) {
+		ctl_test_become(group_victim, VICTIM_UID);
+		char buf[8192];
+		int fd = open(test_mnt_path(&m, "small"), O_RDONLY);
+		_exit(fd >= 0 && read(fd, buf, sizeof(buf)) == 4096 && close(fd) == 0 ? 0 : 1);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(victim, &status, 0), victim);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the victim's read failed");
+
+	int samples = 0;
+	CTL_TEST_POLL((stat_slots(&m, &inflight, &limit, &kept), kept > 0));
+	for (; kept > 0 && samples < 200; samples++) {
+		ck_assert_msg(inflight + kept <= limit, "%lld in flight and %lld kept of %lld",
+			      (long long)inflight, (long long)kept, (long long)limit);
+		usleep(2000);
+		stat_slots(&m, &inflight, &limit, &kept);
+	}
+	fprintf(stderr, "isolation: a slot kept for the victim in %d snapshots of the flood\n",
+		samples);
+	ck_assert_int_gt(samples, 0);
+	CTL_TEST_POLL((stat_slots(&m, &inflight, &limit, &kept), kept == 0));
+	ck_assert_int_eq(kept, 0);
+	stop_attacker_fio(fio);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 /* Processes of the metadata storm, each in a directory of its own. */
 #define STORM_PROCS 16
 
@@ -587,6 +654,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, write_flood_does_not_stall_another_tenant_and_its_memory_returns);
 	tcase_add_test(tc, kernel_queue_is_sized_in_bytes);
+	tcase_add_test(tc, a_slot_is_kept_for_a_tenant_that_comes_and_goes);
 	tcase_add_test(tc, cgroup_spray_leaves_a_configured_cgroup_its_weight);
 	tcase_add_test(tc, metadata_storm_is_queued_while_another_tenant_is_served);
 	suite_add_tcase(s, tc);

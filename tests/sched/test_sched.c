@@ -850,6 +850,7 @@ START_TEST(reserve_keeps_a_slot_for_a_light_tenant)
 			sched_enqueue(s, &rd[i], now);
 		}
 		ck_assert_uint_eq(dispatch_all(s, now), with ? 7 : 8);
+		ck_assert_uint_eq(sched_reserved_slots(s, now), with ? 1 : 0);
 		/* the light tenant is back 10 ms later */
 		now += 10000 * US;
 		req_init(&rl[1], light, SCHED_OP_READ, 4096);
@@ -881,6 +882,7 @@ START_TEST(reserve_keeps_a_slot_for_a_light_tenant)
 		ck_assert_uint_eq(sched_inflight(s), 7);
 		/* past the window the deep tenant may use it */
 		now += p.reserve_window_ns;
+		ck_assert_uint_eq(sched_reserved_slots(s, now), 0);
 		ck_assert_uint_eq(dispatch_all(s, now), 1);
 		ck_assert_uint_eq(sched_inflight(s), 8);
 		sched_free(s);
