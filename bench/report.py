@@ -27,7 +27,7 @@ import sys
 
 import table
 
-VARIANTS = ["raw", "passthrough_ll", "fusesched-fifo", "fusesched-bfq", "kernel-bfq"]
+VARIANTS = ["raw", "passthrough_ll", "fusesched-fifo", "fusesched-bfq", "fusesched-base-bfq", "kernel-bfq"]
 FIFO, BFQ = "fusesched-fifo", "fusesched-bfq"
 SCENARIOS = {  # scenario -> tenants, in table order
     "dsync": ["dsync-w", "dsync-r"],

@@ -306,6 +306,7 @@ static void engine_params_from_config(const struct config *cfg, struct engine_pa
 	ep->sched.default_weight = c->default_weight;
 	ep->sched.budget_timeout_ns = (uint64_t)c->budget_timeout_ms * 1000000u;
 	ep->busy_poll_ns = (uint64_t)c->busy_poll_us * 1000u;
+	ep->sched.reserve_window_ns = (uint64_t)c->reserve_ms * 1000000u;
 	ep->sched.idle_enable = c->idle_mode != CONFIG_IDLE_OFF;
 	ep->sched.idle_fixed_ns = c->idle_mode == CONFIG_IDLE_FIXED ? (uint64_t)c->idle_us * 1000u : 0;
 }

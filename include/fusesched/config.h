@@ -7,7 +7,7 @@
  * Sections and keys (every key is optional; conf/fusesched.conf documents them):
  *
  *   [scheduler]  policy, max_inflight, idle, budget_timeout_ms, busy_poll_us,
- *                default_weight, honor_cgroup_weights
+ *                reserve_ms, default_weight, honor_cgroup_weights
  *   [tenants]    hierarchy, cache_ttl_ms, retire_idle_ms
  *   [control]    socket, group
  *   [metrics]    listen
@@ -76,6 +76,7 @@ struct config_scheduler {
 	uint32_t idle_us;		/* meaningful for CONFIG_IDLE_FIXED */
 	uint32_t budget_timeout_ms;
 	uint32_t busy_poll_us;		/* engine thread polls this long before sleeping; 0: never */
+	uint32_t reserve_ms;		/* slots kept for a tenant gone idle this long; 0: none */
 	uint32_t default_weight;
 	bool honor_cgroup_weights;
 };

@@ -26,6 +26,7 @@
 #ifndef FUSESCHED_INODE_H
 #define FUSESCHED_INODE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -76,6 +77,15 @@ void inode_table_fd_drop(struct inode_table *table, uint64_t node_id);
  * many were closed (0: retrying will not help).
  */
 uint32_t inode_table_fds_release(struct inode_table *table, uint32_t count);
+
+/*
+ * Close-to-open validation of the kernel's page cache of a regular file:
+ * whether the backing file is as it was (mtime, ctime and size) at the
+ * node's previous call, when the kernel's cached pages were last
+ * validated; records now for the next call. false on a node's first call.
+ * Any change, whoever made it (through the mount or beside it), fails it.
+ */
+bool inode_table_cache_valid(struct inode_table *table, uint64_t node_id, const struct stat *now);
 
 /* The file type bits (S_IFMT) recorded when the node was first looked up. */
 mode_t inode_table_type(const struct inode_table *table, uint64_t node_id);

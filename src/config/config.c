@@ -492,6 +492,8 @@ static const struct key_desc keys[] = {
 	  CFG(scheduler.budget_timeout_ms), 1, 10000, NULL, "20", AT_MOUNT },
 	{ SEC_SCHEDULER, "busy_poll_us", set_u32, print_u32,
 	  CFG(scheduler.busy_poll_us), 0, 10000, NULL, "200", AT_MOUNT },
+	{ SEC_SCHEDULER, "reserve_ms", set_u32, print_u32,
+	  CFG(scheduler.reserve_ms), 0, 60000, NULL, "1000", AT_MOUNT },
 	{ SEC_SCHEDULER, "default_weight", set_u32, print_u32,
 	  CFG(scheduler.default_weight), CONFIG_WEIGHT_MIN, CONFIG_WEIGHT_MAX,
 	  NULL, "100", AT_RELOAD },

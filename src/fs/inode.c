@@ -50,6 +50,11 @@ struct inode_slot {
 	uint32_t mount;            /* index into mounts, or NO_MOUNT */
 	uint32_t holds;            /* open files: their node's descriptor stays off the ring */
 	struct file_handle *handle;
+	/* What the backing file was when the kernel's page cache of it was last
+	 * validated (inode_table_cache_valid). */
+	bool cache_known;
+	struct timespec cache_mtime, cache_ctime;
+	off_t cache_size;
 };
 
 /*
@@ -399,6 +404,7 @@ static int slot_publish(struct inode_table *t, int fd, const struct stat *st, bo
 	s->live = true;
 	s->evictable = false;
 	s->mount = NO_MOUNT;
+	s->cache_known = false;
 	if (!pinned)
 		slot_take_handle(t, s, fd);
 	uint32_t h = hash_dev_ino(s->dev, s->ino, t->bucket_count);
@@ -668,4 +674,23 @@ uint64_t inode_table_count(struct inode_table *t)
 	uint64_t n = t->live;
 	pthread_mutex_unlock(&t->lock);
 	return n;
+}
+
+static bool same_time(struct timespec a, struct timespec b)
+{
+	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+bool inode_table_cache_valid(struct inode_table *t, uint64_t node_id, const struct stat *now)
+{
+	pthread_mutex_lock(&t->lock);
+	struct inode_slot *s = slot_at(t, node_id);
+	bool valid = s->cache_known && same_time(s->cache_mtime, now->st_mtim) &&
+		     same_time(s->cache_ctime, now->st_ctim) && s->cache_size == now->st_size;
+	s->cache_known = true;
+	s->cache_mtime = now->st_mtim;
+	s->cache_ctime = now->st_ctim;
+	s->cache_size = now->st_size;
+	pthread_mutex_unlock(&t->lock);
+	return valid;
 }

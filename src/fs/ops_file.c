@@ -129,6 +129,23 @@ static int reopen_backing(struct fs *fs, const struct creds *opener, int node_fd
 	return r < 0 ? r : a.fd;
 }
 
+/*
+ * The kernel drops its cached pages of a file at every open unless told to
+ * keep them: close-to-open consistency, as NFS gives. They are kept when
+ * the backing file is as it was at the previous open (mtime, ctime, size):
+ * no change through the mount or beside it since the kernel last validated
+ * them, so a file read again and again is read from the page cache, not
+ * through a FUSE round trip per read. With the writeback cache the kernel's
+ * pages are the truth and it manages them itself.
+ */
+static bool keep_page_cache(struct fs *fs, fuse_ino_t ino, int fd, bool direct)
+{
+	struct stat st;
+	if (direct || fs->opts.writeback_cache || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return false;
+	return inode_table_cache_valid(fs->inodes, ino, &st);
+}
+
 /* Takes over fd and the hold on ino's descriptor. */
 static void reply_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int fd, int flags,
 		       const struct creds *opener)
@@ -149,6 +166,7 @@ static void reply_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	}
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = direct;
+	fi->keep_cache = keep_page_cache(fs, ino, fd, direct);
 	if (fuse_reply_open(req, fi) < 0)
 		file_free(fs, f);
 }
@@ -265,6 +283,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	}
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = (flags & O_DIRECT) != 0;
+	fi->keep_cache = keep_page_cache(fs, e.ino, fd, fi->direct_io);
 	if (fuse_reply_create(req, &e, fi) < 0) {
 		file_free(fs, f); /* drops its hold before the node can go */
 		inode_table_forget(fs->inodes, e.ino, 1);

@@ -52,6 +52,7 @@ START_TEST(empty_file_gives_defaults)
 	ck_assert_int_eq(cfg->scheduler.idle_mode, CONFIG_IDLE_AUTO);
 	ck_assert_uint_eq(cfg->scheduler.budget_timeout_ms, 20);
 	ck_assert_uint_eq(cfg->scheduler.busy_poll_us, 200);
+	ck_assert_uint_eq(cfg->scheduler.reserve_ms, 1000);
 	ck_assert_uint_eq(cfg->scheduler.default_weight, 100);
 	ck_assert(cfg->scheduler.honor_cgroup_weights);
 	ck_assert_int_eq(cfg->tenants.hierarchy, CONFIG_HIERARCHY_AUTO);
@@ -81,6 +82,7 @@ START_TEST(full_file_sets_every_key)
 		"idle = 250\n"
 		"budget_timeout_ms = 40\n"
 		"busy_poll_us = 0\n"
+		"reserve_ms = 0\n"
 		"default_weight = 50\n"
 		"honor_cgroup_weights = no\n"
 		"\n"
@@ -108,6 +110,7 @@ START_TEST(full_file_sets_every_key)
 	ck_assert_uint_eq(cfg->scheduler.idle_us, 250);
 	ck_assert_uint_eq(cfg->scheduler.budget_timeout_ms, 40);
 	ck_assert_uint_eq(cfg->scheduler.busy_poll_us, 0);
+	ck_assert_uint_eq(cfg->scheduler.reserve_ms, 0);
 	ck_assert_uint_eq(cfg->scheduler.default_weight, 50);
 	ck_assert(!cfg->scheduler.honor_cgroup_weights);
 	ck_assert_int_eq(cfg->tenants.hierarchy, CONFIG_HIERARCHY_BLKIO);
@@ -118,7 +121,7 @@ START_TEST(full_file_sets_every_key)
 	ck_assert_uint_eq(cfg->group_count, 3);
 	ck_assert_str_eq(cfg->groups[0].pattern, "/tenants/gold");
 	ck_assert_uint_eq(cfg->groups[0].weight, 800);
-	ck_assert_uint_eq(cfg->groups[0].line, 18);
+	ck_assert_uint_eq(cfg->groups[0].line, 19);
 	ck_assert_str_eq(cfg->groups[1].pattern, "/system.slice/docker-*.scope");
 	ck_assert_uint_eq(cfg->groups[1].weight, 200);
 	ck_assert_str_eq(cfg->groups[2].pattern, "/odd/[ab]]/\"q\\");
@@ -172,6 +175,8 @@ START_TEST(out_of_range)
 		     "t.conf:2: max_inflight must be 1..4096, got 4097");
 	expect_error("[scheduler]\nbusy_poll_us = 10001\n",
 		     "t.conf:2: busy_poll_us must be 0..10000, got 10001");
+	expect_error("[scheduler]\nreserve_ms = 60001\n",
+		     "t.conf:2: reserve_ms must be 0..60000, got 60001");
 	expect_error("[scheduler]\nidle = 0\n",
 		     "t.conf:2: idle must be 1..1000000, got 0");
 	expect_error("[tenants]\ncache_ttl_ms = 60001\n",
@@ -459,10 +464,10 @@ START_TEST(reload_names_what_waits_for_the_next_mount)
 	/* the engine's and the socket's keys wait, named in table order */
 	expect_mount_time_changes("",
 		"[scheduler]\npolicy = fifo\nmax_inflight = 8\nidle = off\n"
-		"budget_timeout_ms = 5\nbusy_poll_us = 0\n"
+		"budget_timeout_ms = 5\nbusy_poll_us = 0\nreserve_ms = 0\n"
 		"[control]\nsocket = /run/x.sock\ngroup = adm\n",
 		"scheduler.policy,scheduler.max_inflight,scheduler.idle,"
-		"scheduler.budget_timeout_ms,scheduler.busy_poll_us,"
+		"scheduler.budget_timeout_ms,scheduler.busy_poll_us,scheduler.reserve_ms,"
 		"control.socket,control.group");
 	/* the listener is bound at mount: a changed address waits (README: reload) */
 	expect_mount_time_changes("", "[metrics]\nlisten = \n", "");

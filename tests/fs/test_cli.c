@@ -234,6 +234,76 @@ START_TEST(negative_entries_last_negative_timeout)
 }
 END_TEST
 
+/* Reads served by the daemon so far, summed over the tenants of `fusesched stat m --json`. */
+static long daemon_reads(void)
+{
+	static char out[1 << 20];
+	ck_assert_int_eq(run_cli(out, sizeof(out), "stat m --json"), 0);
+	long total = 0;
+	for (const char *p = out; (p = strstr(p, "\"ops\"")) != NULL;) {
+		p = strstr(p, "\"read\"");
+		ck_assert_ptr_nonnull(p);
+		p += strlen("\"read\"");
+		while (*p == ' ' || *p == ':')
+			p++;
+		total += strtol(p, NULL, 10);
+	}
+	return total;
+}
+
+/* The whole of path (at most 64 KiB) through a fresh open; returns its length. */
+static size_t read_whole(const char *path, char *buf, size_t bytes)
+{
+	int fd = open(path, O_RDONLY);
+	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+	ssize_t n = read(fd, buf, bytes);
+	ck_assert_int_ge(n, 0);
+	close(fd);
+	return (size_t)n;
+}
+
+/*
+ * Close-to-open: the kernel keeps its cached pages of a file across opens
+ * while the backing file is unchanged, so reading it again through the
+ * mount sends no read to the daemon; a change beside the mount, even of
+ * the same size with its mtime put back, is read at the next open.
+ */
+START_TEST(page_cache_kept_across_opens_until_the_file_changes)
+{
+	char out[4096], buf[65536], want[8192];
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m"), 0);
+	memset(want, 'a', sizeof(want));
+	int fd = open(path_in("b/cto"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, want, sizeof(want)), (ssize_t)sizeof(want));
+	close(fd);
+
+	ck_assert_uint_eq(read_whole(path_in("m/cto"), buf, sizeof(buf)), sizeof(want));
+	ck_assert(memcmp(buf, want, sizeof(want)) == 0);
+	long first = daemon_reads();
+	ck_assert_int_gt(first, 0);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_uint_eq(read_whole(path_in("m/cto"), buf, sizeof(buf)), sizeof(want));
+		ck_assert(memcmp(buf, want, sizeof(want)) == 0);
+	}
+	ck_assert_int_eq(daemon_reads(), first);
+
+	struct stat before;
+	ck_assert_int_eq(stat(path_in("b/cto"), &before), 0);
+	memset(want, 'b', sizeof(want));
+	fd = open(path_in("b/cto"), O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, want, sizeof(want), 0), (ssize_t)sizeof(want));
+	struct timespec times[2] = {before.st_atim, before.st_mtim};
+	ck_assert_int_eq(futimens(fd, times), 0);
+	close(fd);
+	ck_assert_uint_eq(read_whole(path_in("m/cto"), buf, sizeof(buf)), sizeof(want));
+	ck_assert_msg(memcmp(buf, want, sizeof(want)) == 0, "a change beside the mount was not read");
+	ck_assert_int_gt(daemon_reads(), first);
+	ck_assert_int_eq(test_sh("fusermount3 -u '%s'", path_in("m")), 0);
+}
+END_TEST
+
 /* The test pattern's byte at file offset off: no two nearby chunks alike. */
 static unsigned char pattern_byte(size_t off)
 {
@@ -348,6 +418,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, config_errors_stop_the_mount);
 	tcase_add_test(tc, daemonizes_and_refuses_busy_mountpoint);
 	tcase_add_test(tc, negative_entries_last_negative_timeout);
+	tcase_add_test(tc, page_cache_kept_across_opens_until_the_file_changes);
 	tcase_add_test(tc, daemonized_mount_moves_data_intact);
 	tcase_add_test(tc, fstab_form_through_mount_fuse);
 	tcase_add_test(tc, sigterm_unmounts_cleanly);
