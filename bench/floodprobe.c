@@ -4,12 +4,10 @@
  *   floodprobe victim DIR FILE SECONDS
  *     every 50 ms: stat DIR/.missing-N (a new name each time, so the kernel
  *     cannot answer from a cached negative dentry; ENOENT expected), then
- *     open FILE, read one 4 KiB block of it, close. The block is the one
- *     of the current 50 ms of the wall clock (modulo FILE's blocks), read
- *     without readahead: a new one each time, also across runs on the same
- *     mount, so the kernel cannot answer from its page cache (which it
- *     keeps across opens of an unchanged file) while FILE holds more blocks
- *     than the mount lives 50 ms slots. One line per probe on stdout:
+ *     open FILE, read 4 KiB, drop the kernel's cached pages of it
+ *     (POSIX_FADV_DONTNEED: it keeps them across opens of an unchanged
+ *     file, and the next read would never reach the daemon), close. One
+ *     line per probe on stdout:
  *     "<t_ms> <stat_us> <stat_errno> <read_us> <read_errno>" (errno 0: as
  *     expected; a stat that found the name reports -1).
  *   floodprobe meta DIR NPROC SECONDS
@@ -32,7 +30,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,18 +71,12 @@ static int victim(const char *dir, const char *file, double secs)
 		if (fd < 0) {
 			rerr = errno;
 		} else {
-			struct stat fst;
-			struct timespec wall;
-			clock_gettime(CLOCK_REALTIME, &wall);
-			uint64_t slot = ((uint64_t)wall.tv_sec * 1000 + (uint64_t)wall.tv_nsec / 1000000) / 50;
-			uint64_t blocks = fstat(fd, &fst) == 0 ? (uint64_t)fst.st_size / sizeof(buf) : 0;
-			(void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-			ssize_t got = pread(fd, buf, sizeof(buf),
-					    blocks ? (off_t)(slot % blocks * sizeof(buf)) : 0);
+			ssize_t got = read(fd, buf, sizeof(buf));
 			if (got < 0)
 				rerr = errno;
 			else if (got != (ssize_t)sizeof(buf))
 				rerr = EIO;
+			(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
 			if (close(fd) < 0 && !rerr)
 				rerr = errno;
 		}
