@@ -77,6 +77,10 @@ const struct daemon_mount_opt daemon_mount_opts[] = {
 	 "ignore setuid bits (default)"},
 	{"writeback_cache", NULL, NULL, OPT_FLAG(writeback_cache, true),
 	 "kernel write caching; flushes charged to the opener"},
+	{"keep_cache", NULL, NULL, OPT_FLAG(drop_page_cache, false),
+	 "keep a file's cached pages across opens while it is unchanged (default)"},
+	{"nokeep_cache", NULL, NULL, OPT_FLAG(drop_page_cache, true),
+	 "drop a file's cached pages at every open"},
 	{"uring_only", NULL, NULL, OPT_FLAG(uring_only, true),
 	 "every data request through io_uring (see README)"},
 	{"max_background", "N", NULL, OPT_FILE(max_background),
@@ -443,6 +447,7 @@ int daemon_run(const struct daemon_options *o)
 	fo.refuse_device_nodes = o->refuse_device_nodes;
 	fo.posix_acl = !o->no_posix_acl;
 	fo.writeback_cache = o->writeback_cache;
+	fo.keep_page_cache = !o->drop_page_cache;
 	if (o->max_background[0]) /* checked by daemon_parse_mount_opts */
 		fo.max_background = (unsigned int)strtoul(o->max_background, NULL, 10);
 	if (o->entry_timeout[0])

@@ -21,6 +21,7 @@ struct daemon_options {
 	bool no_posix_acl;           /* -o noacl: no POSIX ACLs on the volume */
 	bool allow_suid;             /* -o suid */
 	bool writeback_cache;        /* -o writeback_cache */
+	bool drop_page_cache;        /* -o nokeep_cache: pages dropped at every open */
 	bool uring_only;             /* -o uring_only: no held writes (engine.h) */
 	char max_background[16];     /* -o max_background=N, empty: fs.h's default */
 	char entry_timeout[16];      /* -o entry_timeout=SECONDS, empty: fs.h's default */

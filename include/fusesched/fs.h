@@ -37,6 +37,12 @@ struct fs_options {
 	 */
 	bool writeback_cache;
 	/*
+	 * The kernel's cached pages of a file are kept across opens while the
+	 * backing file is unchanged (true; close-to-open, ops_file.c).
+	 * -o nokeep_cache: dropped at every open.
+	 */
+	bool keep_page_cache;
+	/*
 	 * How long the kernel keeps what it was told without asking again:
 	 * names, attributes, and names found missing (0: ENOENT, not cached).
 	 * Changes made through the mount update the kernel's caches at once;

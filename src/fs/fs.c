@@ -20,6 +20,7 @@ void fs_options_default(struct fs_options *o)
 	o->max_write_bytes = 1u << 20;
 	o->max_background = 1024;
 	o->posix_acl = true;
+	o->keep_page_cache = true;
 }
 
 /*

@@ -141,7 +141,8 @@ static int reopen_backing(struct fs *fs, const struct creds *opener, int node_fd
 static bool keep_page_cache(struct fs *fs, fuse_ino_t ino, int fd, bool direct)
 {
 	struct stat st;
-	if (direct || fs->opts.writeback_cache || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+	if (direct || !fs->opts.keep_page_cache || fs->opts.writeback_cache || fstat(fd, &st) != 0 ||
+	    !S_ISREG(st.st_mode))
 		return false;
 	return inode_table_cache_valid(fs->inodes, ino, &st);
 }

@@ -265,8 +265,9 @@ static size_t read_whole(const char *path, char *buf, size_t bytes)
 /*
  * Close-to-open: the kernel keeps its cached pages of a file across opens
  * while the backing file is unchanged, so reading it again through the
- * mount sends no read to the daemon; a change beside the mount, even of
- * the same size with its mtime put back, is read at the next open.
+ * mount sends no read to the daemon (with -o nokeep_cache each read does);
+ * a change beside the mount, even of the same size with its mtime put
+ * back, is read at the next open.
  */
 START_TEST(page_cache_kept_across_opens_until_the_file_changes)
 {
@@ -287,6 +288,18 @@ START_TEST(page_cache_kept_across_opens_until_the_file_changes)
 		ck_assert(memcmp(buf, want, sizeof(want)) == 0);
 	}
 	ck_assert_int_eq(daemon_reads(), first);
+	/* -o nokeep_cache: every open drops them, every read reaches the daemon */
+	ck_assert_int_eq(test_sh("fusermount3 -u '%s'", path_in("m")), 0);
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -o nokeep_cache"), 0);
+	for (int i = 0; i < 2; i++)
+		ck_assert_uint_eq(read_whole(path_in("m/cto"), buf, sizeof(buf)), sizeof(want));
+	long dropped = daemon_reads();
+	ck_assert_uint_eq(read_whole(path_in("m/cto"), buf, sizeof(buf)), sizeof(want));
+	ck_assert_int_gt(daemon_reads(), dropped);
+	ck_assert_int_eq(test_sh("fusermount3 -u '%s'", path_in("m")), 0);
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -o keep_cache"), 0);
+	ck_assert_uint_eq(read_whole(path_in("m/cto"), buf, sizeof(buf)), sizeof(want));
+	first = daemon_reads(); /* a new daemon counts from 0 */
 
 	struct stat before;
 	ck_assert_int_eq(stat(path_in("b/cto"), &before), 0);
