@@ -1,6 +1,9 @@
 /*
- * Metadata benchmark: create (with a small write), stat, and unlink N files
- * in one directory; prints one line per phase: "<phase> <ops_per_s> <p99_us>".
+ * Metadata benchmark: create (with a small write), stat, read (open, read
+ * the 1 KiB, close: the first read since the create), reread (the same
+ * again: served from the page cache where it is kept across opens) and
+ * unlink N files in one directory; prints one line per phase:
+ * "<phase> <ops_per_s> <p99_us>".
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -42,10 +45,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	double *lat = calloc((size_t)n, sizeof(*lat));
-	char path[4096], data[1024];
+	char path[4096], data[1024], got[1024];
 	memset(data, 'm', sizeof(data));
-	const char *phases[] = {"create", "stat", "unlink"};
-	for (int phase = 0; phase < 3; phase++) {
+	const char *phases[] = {"create", "stat", "read", "reread", "unlink"};
+	for (int phase = 0; phase < 5; phase++) {
 		double start = now_us();
 		for (int i = 0; i < n; i++) {
 			snprintf(path, sizeof(path), "%s/f%06d", dir, i);
@@ -59,6 +62,12 @@ int main(int argc, char **argv)
 			} else if (phase == 1) {
 				struct stat st;
 				ok = stat(path, &st) == 0;
+			} else if (phase == 2 || phase == 3) {
+				int fd = open(path, O_RDONLY);
+				ok = fd >= 0 && read(fd, got, sizeof(got)) == sizeof(got) &&
+				     memcmp(got, data, sizeof(got)) == 0;
+				if (fd >= 0)
+					close(fd);
 			} else {
 				ok = unlink(path) == 0;
 			}
