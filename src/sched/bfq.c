@@ -6,13 +6,16 @@
 
 /* ---- dispatch depth ---- */
 
-/* q's cap: its weight's share of max_inflight among the weighed queues,
- * rounded up, at least 1. */
+uint32_t sched_depth_share(const struct sched *s, uint64_t weight, uint64_t wsum)
+{
+	uint64_t share = ((uint64_t)s->p.max_inflight * weight + wsum - 1) / wsum;
+	return share ? (uint32_t)share : 1;
+}
+
+/* q's cap: its weight's share of max_inflight among the weighed queues. */
 uint32_t sched_bfq_cap(const struct sched *s, const struct sched_queue *q)
 {
-	uint64_t wsum = s->wq.wsum ? s->wq.wsum : q->ent.weight;
-	uint64_t cap = ((uint64_t)s->p.max_inflight * q->ent.weight + wsum - 1) / wsum;
-	return cap ? (uint32_t)cap : 1;
+	return sched_depth_share(s, q->ent.weight, s->wq.wsum ? s->wq.wsum : q->ent.weight);
 }
 
 /* The last free slots are kept for lighter tenants: those remembered by the

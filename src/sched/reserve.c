@@ -22,12 +22,16 @@
  * went idle: one list, oldest first. */
 #include "sched_internal.h"
 
-static uint32_t reserve_limit(const struct sched *s)
+/* Of the slots the remembered queues used, those kept: at most
+ * reserve_max_pct of max_inflight, at least 1, never every slot. */
+static uint32_t reserve_kept(const struct sched *s, uint32_t reserved)
 {
 	uint32_t most = s->p.max_inflight * s->p.reserve_max_pct / 100;
 	if (!most)
 		most = 1;
-	return most < s->p.max_inflight ? most : s->p.max_inflight - 1;
+	if (most >= s->p.max_inflight)
+		most = s->p.max_inflight - 1;
+	return reserved < most ? reserved : most;
 }
 
 void sched_reserve_leave(struct sched *s, struct sched_queue *q)
@@ -55,9 +59,8 @@ void sched_reserve_join(struct sched *s, struct sched_queue *q, uint64_t now_ns)
 	if (!s->p.reserve_window_ns || q->detached || queue_deep(q) || !used)
 		return;
 	/* Its share of the depth were it busy beside the busy ones. */
-	uint64_t wsum = s->wq.wsum + q->ent.weight;
-	uint64_t share = ((uint64_t)s->p.max_inflight * q->ent.weight + wsum - 1) / wsum;
-	q->reserved = used < share ? used : (uint32_t)share;
+	uint32_t share = sched_depth_share(s, q->ent.weight, s->wq.wsum + q->ent.weight);
+	q->reserved = used < share ? used : share;
 	q->reserved_weight = q->ent.weight;
 	q->reserve_until_ns = now_ns + s->p.reserve_window_ns;
 	sched_list_add_tail(&s->reserve_queues, &q->reserve_link);
@@ -81,21 +84,20 @@ void sched_reserve_expire(struct sched *s, uint64_t now_ns)
  * not made to wait for one that is not. */
 bool sched_reserve_fits(const struct sched *s, const struct sched_queue *q)
 {
-	uint32_t kept = s->reserved_slots < reserve_limit(s) ? s->reserved_slots : reserve_limit(s);
-	if (s->inflight + kept < s->p.max_inflight)
+	if (s->inflight + reserve_kept(s, s->reserved_slots) < s->p.max_inflight)
 		return true;
 	uint64_t wsum = s->wq.wsum + s->reserved_wsum + (q->weighed ? 0 : q->ent.weight);
-	return (uint64_t)q->inflight * wsum < (uint64_t)s->p.max_inflight * q->ent.weight;
+	return q->inflight < sched_depth_share(s, q->ent.weight, wsum);
 }
 
 uint32_t sched_reserved_slots(const struct sched *s, uint64_t now_ns)
 {
-	uint32_t kept = 0;
+	uint32_t reserved = 0;
 	const struct sched_link *l;
 	sched_list_foreach(l, &s->reserve_queues) {
 		const struct sched_queue *q = sched_list_entry(l, struct sched_queue, reserve_link);
 		if (q->reserve_until_ns > now_ns)
-			kept += q->reserved;
+			reserved += q->reserved;
 	}
-	return kept < reserve_limit(s) ? kept : reserve_limit(s);
+	return reserve_kept(s, reserved);
 }

@@ -386,7 +386,9 @@ void sched_learn_inject_limit(struct sched *s, struct sched_queue *q, const stru
 /* How many others' requests may be at the store while g is idled for. */
 uint32_t sched_inject_limit(struct sched *s, struct sched_queue *g, uint64_t now_ns);
 
-/* bfq.c, for deep.c and idle.c */
+/* bfq.c, for deep.c, idle.c and reserve.c */
+/* weight's share of max_inflight in a sum of weights wsum, rounded up, at least 1. */
+uint32_t sched_depth_share(const struct sched *s, uint64_t weight, uint64_t wsum);
 uint32_t sched_bfq_cap(const struct sched *s, const struct sched_queue *q);
 void sched_bfq_weight_drop(struct sched *s, struct sched_queue *q);
 /* Whether q's head request may take a free slot (async depth). */
