@@ -168,6 +168,11 @@ static void reply_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = direct;
 	fi->keep_cache = keep_page_cache(fs, ino, fd, direct);
+	/*
+	 * A read-only descriptor has no write-back error for flush to report,
+	 * and locks stay in the kernel: its close costs no round trip.
+	 */
+	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
 	if (fuse_reply_open(req, fi) < 0)
 		file_free(fs, f);
 }

@@ -317,6 +317,43 @@ START_TEST(page_cache_kept_across_opens_until_the_file_changes)
 }
 END_TEST
 
+/*
+ * A read-only descriptor has nothing for flush to report, so its close
+ * costs no round trip; a writer's close still flushes (write-back errors of
+ * a network backing store surface there). Counted in the daemon's request
+ * trace (-d).
+ */
+START_TEST(read_only_close_sends_no_flush)
+{
+	char trace[600], buf[16];
+	snprintf(trace, sizeof(trace), "%s/trace", scratch);
+	ck_assert_int_eq(test_sh("cd '%s' && %s mount b m -d 2>'%s' &", scratch, FUSESCHED_BIN, trace), 0);
+	for (int i = 0; i < 1000 && !test_is_fuse_mount(m_path()); i++)
+		usleep(10000);
+	ck_assert(test_is_fuse_mount(m_path()));
+	int fd = open(path_in("m/f"), O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "data", 4), 4);
+	ck_assert_int_eq(close(fd), 0);
+	for (int i = 0; i < 5; i++) {
+		fd = open(path_in("m/f"), O_RDONLY);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(read(fd, buf, sizeof(buf)), 4);
+		ck_assert_int_eq(close(fd), 0);
+	}
+	fd = open(path_in("m/f"), O_WRONLY | O_APPEND);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(close(fd), 0);
+	ck_assert_int_eq(test_sh("umount '%s'", m_path()), 0);
+	/* The trace is complete once the last release is in it. */
+	ck_assert_int_eq(test_sh("for i in $(seq 500); do test $(grep -c 'opcode: RELEASE' '%s') -ge 7 && "
+				 "exit 0; sleep 0.01; done; exit 1", trace), 0);
+	ck_assert_int_eq(test_sh("test $(grep -c 'opcode: OPEN' '%s') -ge 6", trace), 0);
+	ck_assert_msg(test_sh("test $(grep -c 'opcode: FLUSH' '%s') -eq 2", trace) == 0,
+		      "expected a flush from each of the two writers' closes, none from the readers'");
+}
+END_TEST
+
 /* The test pattern's byte at file offset off: no two nearby chunks alike. */
 static unsigned char pattern_byte(size_t off)
 {
@@ -432,6 +469,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, daemonizes_and_refuses_busy_mountpoint);
 	tcase_add_test(tc, negative_entries_last_negative_timeout);
 	tcase_add_test(tc, page_cache_kept_across_opens_until_the_file_changes);
+	tcase_add_test(tc, read_only_close_sends_no_flush);
 	tcase_add_test(tc, daemonized_mount_moves_data_intact);
 	tcase_add_test(tc, fstab_form_through_mount_fuse);
 	tcase_add_test(tc, sigterm_unmounts_cleanly);
