@@ -87,6 +87,22 @@ uint32_t inode_table_fds_release(struct inode_table *table, uint32_t count);
  */
 bool inode_table_cache_valid(struct inode_table *table, uint64_t node_id, const struct stat *now);
 
+/*
+ * The kernel was given node_id's entry and attributes (a lookup's answer,
+ * a readdirplus record) at now_ns, and holds them for held_ns; st is what
+ * the backing file was then.
+ */
+void inode_table_entry_given(struct inode_table *table, uint64_t node_id, const struct stat *st,
+			     uint64_t now_ns, uint64_t held_ns);
+
+/*
+ * Whether the kernel still holds what it was last given for node_id and
+ * the backing file is unchanged since (ctime and size as in st): a
+ * readdirplus record would tell it nothing new.
+ */
+bool inode_table_entry_held(struct inode_table *table, uint64_t node_id, const struct stat *st,
+			    uint64_t now_ns);
+
 /* The file type bits (S_IFMT) recorded when the node was first looked up. */
 mode_t inode_table_type(const struct inode_table *table, uint64_t node_id);
 

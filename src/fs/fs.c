@@ -1,6 +1,8 @@
 /* The fs object, its operations table, and the helpers the operations share. */
 #include "fs_internal.h"
 
+#include "fusesched/clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -283,11 +285,19 @@ int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,
 	return 0;
 }
 
+void fs_entry_given(struct fs *fs, const struct fuse_entry_param *e, uint64_t now_ns)
+{
+	double held_s = e->entry_timeout < e->attr_timeout ? e->entry_timeout : e->attr_timeout;
+	inode_table_entry_given(fs->inodes, e->ino, &e->attr, now_ns, (uint64_t)(held_s * 0.75e9));
+}
+
 void fs_reply_entry(struct fs *fs, fuse_req_t req, const struct fuse_entry_param *e)
 {
 	/* An interrupted request never reaches the kernel: it holds no reference. */
 	if (fuse_reply_entry(req, e) < 0)
 		inode_table_forget(fs->inodes, e->ino, 1);
+	else
+		fs_entry_given(fs, e, clock_now_ns());
 }
 
 void fs_op_init(void *userdata, struct fuse_conn_info *conn)

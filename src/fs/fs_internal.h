@@ -132,6 +132,13 @@ int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,
 /* Replies with e, undoing the lookup reference if the kernel did not take it. */
 void fs_reply_entry(struct fs *fs, fuse_req_t req, const struct fuse_entry_param *e);
 
+/*
+ * The kernel was given e at now_ns: it holds the entry and its attributes
+ * for three quarters of the shorter timeout (whoever listed a directory
+ * stats its entries a moment later), inode_table_entry_held says.
+ */
+void fs_entry_given(struct fs *fs, const struct fuse_entry_param *e, uint64_t now_ns);
+
 /* Rejects names the kernel never sends but a hostile peer could: '/' inside. */
 int fs_check_name(const char *name);
 

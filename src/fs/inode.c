@@ -55,6 +55,11 @@ struct inode_slot {
 	bool cache_known;
 	struct timespec cache_mtime, cache_ctime;
 	off_t cache_size;
+	/* Until when the kernel holds the entry and attributes it was last
+	 * given, and what the backing file was then (inode_table_entry_held). */
+	uint64_t given_until_ns;
+	struct timespec given_ctime;
+	off_t given_size;
 };
 
 /*
@@ -405,6 +410,7 @@ static int slot_publish(struct inode_table *t, int fd, const struct stat *st, bo
 	s->evictable = false;
 	s->mount = NO_MOUNT;
 	s->cache_known = false;
+	s->given_until_ns = 0;
 	if (!pinned)
 		slot_take_handle(t, s, fd);
 	uint32_t h = hash_dev_ino(s->dev, s->ino, t->bucket_count);
@@ -679,6 +685,28 @@ uint64_t inode_table_count(struct inode_table *t)
 static bool same_time(struct timespec a, struct timespec b)
 {
 	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+void inode_table_entry_given(struct inode_table *t, uint64_t node_id, const struct stat *st,
+			     uint64_t now_ns, uint64_t held_ns)
+{
+	pthread_mutex_lock(&t->lock);
+	struct inode_slot *s = slot_at(t, node_id);
+	s->given_until_ns = now_ns + held_ns;
+	s->given_ctime = st->st_ctim;
+	s->given_size = st->st_size;
+	pthread_mutex_unlock(&t->lock);
+}
+
+bool inode_table_entry_held(struct inode_table *t, uint64_t node_id, const struct stat *st,
+			    uint64_t now_ns)
+{
+	pthread_mutex_lock(&t->lock);
+	const struct inode_slot *s = slot_at(t, node_id);
+	bool held = now_ns < s->given_until_ns && same_time(s->given_ctime, st->st_ctim) &&
+		    s->given_size == st->st_size;
+	pthread_mutex_unlock(&t->lock);
+	return held;
 }
 
 bool inode_table_cache_valid(struct inode_table *t, uint64_t node_id, const struct stat *now)

@@ -1,6 +1,8 @@
 /* Directory handles: opendir, readdir, readdirplus, fsyncdir, releasedir. */
 #include "fs_internal.h"
 
+#include "fusesched/clock.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -81,6 +83,12 @@ static bool is_dot_or_dotdot(const char *name)
  * Fills one reply buffer. In plus mode every entry but "." and ".." is looked
  * up and carries a kernel reference; the references of entries that did not
  * fit, or of a reply the kernel never took, are dropped again.
+ *
+ * Except an entry the kernel already holds, unchanged (inode_table_entry_held):
+ * a full record would make the kernel refresh its attributes and drop the
+ * inode's cached ACL, so a listing repeated within the timeouts (`ls -l`
+ * asks every file for its ACL) would cost a round trip per file. It gets a
+ * record without node id, which the kernel lists and otherwise ignores.
  */
 static void read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi, bool plus)
 {
@@ -102,6 +110,7 @@ static void read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, str
 	}
 	size_t used = 0, ref_count = 0;
 	int err = 0;
+	uint64_t now_ns = clock_now_ns();
 	for (;;) {
 		if (!d->pending) {
 			errno = 0;
@@ -131,7 +140,12 @@ static void read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, str
 					err = -r;
 					break;
 				}
-				looked_up = true;
+				looked_up = !inode_table_entry_held(fs->inodes, e.ino, &e.attr, now_ns);
+				if (!looked_up) {
+					inode_table_forget(fs->inodes, e.ino, 1);
+					e = (struct fuse_entry_param){.attr = {.st_ino = e.attr.st_ino,
+									       .st_mode = e.attr.st_mode}};
+				}
 			}
 			entry_bytes = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, next);
 			if (entry_bytes > size - used) {
@@ -139,8 +153,10 @@ static void read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, str
 					inode_table_forget(fs->inodes, e.ino, 1);
 				break;
 			}
-			if (looked_up)
+			if (looked_up) {
 				refs[ref_count++] = e.ino;
+				fs_entry_given(fs, &e, now_ns);
+			}
 		} else {
 			struct stat st = {
 				.st_ino = d->pending->d_ino,

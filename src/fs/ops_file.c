@@ -1,6 +1,8 @@
 /* Open files: open/create/release/flush, and the data operations handed to the datapath. */
 #include "fs_internal.h"
 
+#include "fusesched/clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -293,6 +295,8 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	if (fuse_reply_create(req, &e, fi) < 0) {
 		file_free(fs, f); /* drops its hold before the node can go */
 		inode_table_forget(fs->inodes, e.ino, 1);
+	} else {
+		fs_entry_given(fs, &e, clock_now_ns());
 	}
 }
 

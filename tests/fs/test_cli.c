@@ -323,14 +323,33 @@ END_TEST
  * a network backing store surface there). Counted in the daemon's request
  * trace (-d).
  */
-START_TEST(read_only_close_sends_no_flush)
+/* Mounts b on m in the foreground with -d and options, its request trace in trace. */
+static void mount_traced(char *trace, size_t trace_bytes, const char *options)
 {
-	char trace[600], buf[16];
-	snprintf(trace, sizeof(trace), "%s/trace", scratch);
-	ck_assert_int_eq(test_sh("cd '%s' && %s mount b m -d 2>'%s' &", scratch, FUSESCHED_BIN, trace), 0);
+	snprintf(trace, trace_bytes, "%s/trace", scratch);
+	ck_assert_int_eq(test_sh("cd '%s' && %s mount b m -d %s 2>'%s' &", scratch, FUSESCHED_BIN, options,
+				 trace), 0);
 	for (int i = 0; i < 1000 && !test_is_fuse_mount(m_path()); i++)
 		usleep(10000);
 	ck_assert(test_is_fuse_mount(m_path()));
+}
+
+/* Requests of one kind in the trace so far. */
+static long traced(const char *trace, const char *opcode)
+{
+	char cmd[800], out[64] = "";
+	snprintf(cmd, sizeof(cmd), "grep -c 'opcode: %s ' '%s'", opcode, trace);
+	FILE *p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(fgets(out, sizeof(out), p));
+	pclose(p);
+	return strtol(out, NULL, 10);
+}
+
+START_TEST(read_only_close_sends_no_flush)
+{
+	char trace[600], buf[16];
+	mount_traced(trace, sizeof(trace), "");
 	int fd = open(path_in("m/f"), O_CREAT | O_WRONLY, 0644);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, "data", 4), 4);
@@ -351,6 +370,37 @@ START_TEST(read_only_close_sends_no_flush)
 	ck_assert_int_eq(test_sh("test $(grep -c 'opcode: OPEN' '%s') -ge 6", trace), 0);
 	ck_assert_msg(test_sh("test $(grep -c 'opcode: FLUSH' '%s') -eq 2", trace) == 0,
 		      "expected a flush from each of the two writers' closes, none from the readers'");
+}
+END_TEST
+
+/*
+ * `ls -l` asks every file for its ACL, and a readdirplus record makes the
+ * kernel drop an inode's cached ACL: a listing repeated while the kernel
+ * holds the entries unchanged gets records without node ids, so it costs
+ * no request per file. A file changed beside the mount still gets a full
+ * record, which refreshes the kernel's attributes (long timeouts here, so
+ * nothing else would).
+ */
+START_TEST(repeated_listing_keeps_the_kernels_entries)
+{
+	char trace[600];
+	ck_assert_int_eq(test_sh("mkdir '%s/b/dir' && cd '%s/b/dir' && for i in $(seq 50); do "
+				 "echo x > f$i; chmod 644 f$i; done", scratch, scratch), 0);
+	mount_traced(trace, sizeof(trace), "-o entry_timeout=60,attr_timeout=60");
+	ck_assert_int_eq(test_sh("ls -l '%s/dir' >/dev/null", m_path()), 0);
+	long first = traced(trace, "GETXATTR");
+	ck_assert_int_ge(first, 50);
+	ck_assert_int_eq(test_sh("ls -l '%s/dir' >/dev/null", m_path()), 0);
+	ck_assert_int_le(traced(trace, "GETXATTR") - first, 5);
+
+	struct stat st;
+	ck_assert_int_eq(stat(path_in("m/dir/f7"), &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0644);
+	ck_assert_int_eq(chmod(path_in("b/dir/f7"), 0600), 0);
+	ck_assert_int_eq(test_sh("ls -l '%s/dir' >/dev/null", m_path()), 0);
+	ck_assert_int_eq(stat(path_in("m/dir/f7"), &st), 0);
+	ck_assert_msg((st.st_mode & 07777) == 0600, "a listing left f7's mode at %o", st.st_mode & 07777);
+	ck_assert_int_eq(test_sh("fusermount3 -u '%s'", m_path()), 0);
 }
 END_TEST
 
@@ -470,6 +520,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, negative_entries_last_negative_timeout);
 	tcase_add_test(tc, page_cache_kept_across_opens_until_the_file_changes);
 	tcase_add_test(tc, read_only_close_sends_no_flush);
+	tcase_add_test(tc, repeated_listing_keeps_the_kernels_entries);
 	tcase_add_test(tc, daemonized_mount_moves_data_intact);
 	tcase_add_test(tc, fstab_form_through_mount_fuse);
 	tcase_add_test(tc, sigterm_unmounts_cleanly);
