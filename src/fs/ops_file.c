@@ -5,9 +5,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 /* O_CREAT and O_EXCL were handled by the kernel or by create; O_NOCTTY is meaningless here. */
@@ -149,6 +151,31 @@ static bool keep_page_cache(struct fs *fs, fuse_ino_t ino, int fd, bool direct)
 	return inode_table_cache_valid(fs->inodes, ino, &st);
 }
 
+/*
+ * Whether closing a duplicate of fd can fail (fs_op_flush): network and
+ * FUSE filesystems (NFS, CephFS, GlusterFS) report write-back errors at
+ * close; ext4, xfs and tmpfs have nothing to report there. Locks stay in
+ * the kernel (the daemon never asks for lock requests), so where close
+ * cannot fail, and for a read-only descriptor, which has written nothing,
+ * the kernel is told not to flush: a close costs no round trip.
+ */
+static bool flush_needed(const struct fuse_file_info *fi, int fd)
+{
+	struct statfs sf;
+	if ((fi->flags & O_ACCMODE) == O_RDONLY)
+		return false;
+	if (fstatfs(fd, &sf) != 0)
+		return true;
+	switch (sf.f_type) {
+	case EXT4_SUPER_MAGIC:
+	case XFS_SUPER_MAGIC:
+	case TMPFS_MAGIC:
+		return false;
+	default:
+		return true;
+	}
+}
+
 /* Takes over fd and the hold on ino's descriptor. */
 static void reply_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int fd, int flags,
 		       const struct creds *opener)
@@ -170,11 +197,7 @@ static void reply_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = direct;
 	fi->keep_cache = keep_page_cache(fs, ino, fd, direct);
-	/*
-	 * A read-only descriptor has no write-back error for flush to report,
-	 * and locks stay in the kernel: its close costs no round trip.
-	 */
-	fi->noflush = (fi->flags & O_ACCMODE) == O_RDONLY;
+	fi->noflush = !flush_needed(fi, fd);
 	if (fuse_reply_open(req, fi) < 0)
 		file_free(fs, f);
 }
@@ -292,6 +315,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	fi->fh = (uintptr_t)f;
 	fi->direct_io = (flags & O_DIRECT) != 0;
 	fi->keep_cache = keep_page_cache(fs, e.ino, fd, fi->direct_io);
+	fi->noflush = !flush_needed(fi, fd);
 	if (fuse_reply_create(req, &e, fi) < 0) {
 		file_free(fs, f); /* drops its hold before the node can go */
 		inode_table_forget(fs->inodes, e.ino, 1);
@@ -310,7 +334,7 @@ void fs_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 /*
  * close(2) of the caller: closing a duplicate makes network backing
  * filesystems (NFS) flush and report write-back errors here, as they would
- * to a local caller.
+ * to a local caller. Asked for only where that can happen (flush_needed).
  */
 void fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
