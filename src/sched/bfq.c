@@ -266,8 +266,10 @@ static struct sched_req *dispatch_yield(struct sched *s, struct sched_queue *g, 
 	struct sched_req *r = sched_bfq_take(s, o, -1, now_ns);
 	/* A heavier tenant is owed the store: the lighter one stops adding to
 	 * the queue in front of it (a depth-1 reader of high weight next to a
-	 * deep one of low weight, on a serial store). */
-	if (o->ent.weight > g->ent.weight) {
+	 * deep one of low weight, on a serial store). Not a shallow sync one:
+	 * it adds only its next request or two, and, at its cap after the
+	 * first, would get one request per slice of the heavier tenant. */
+	if (o->ent.weight > g->ent.weight && (queue_deep(g) || !g->last_sync)) {
 		queue_expire(s, g, SCHED_EXPIRE_PREEMPTED, now_ns);
 		slice_begin_with(s, o, now_ns);
 	}

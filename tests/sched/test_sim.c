@@ -572,6 +572,45 @@ START_TEST(injected_barriers_keep_to_their_weight)
 }
 END_TEST
 
+/*
+ * A light sync reader of depth 2 beside a heavy dsync writer of depth 24
+ * (matrix seed 8): in service, the reader reaches its cap (its weight's
+ * share of the depth, one slot) with its first request and yields the
+ * free slots to the writer. Ending its slice there as well, because the
+ * writer is heavier, gave it one request per writer slice: 0.15% of the
+ * store's time against its weight's 4.1%. A shallow sync tenant keeps its
+ * slice; the writer still gets every slot the reader does not use.
+ */
+START_TEST(light_reader_keeps_its_slice_at_its_cap)
+{
+	struct sim_scenario sc;
+	memset(&sc, 0, sizeof(sc));
+	sc.name = "light reader, heavy dsync writer";
+	sc.about = "w278 4 KiB dsync writer x24, w12 8 KiB reader x2";
+	sim_device_fast(&sc.dev, 16);
+	sc.max_inflight = 16;
+	sc.duration_ns = 1000 * MS;
+	sc.warmup_ns = 100 * MS;
+	sc.seed = 0x5eed0008;
+	sc.t[0] = (struct sim_tenant){ .name = "dsync writer", .weight = 278, .depth = 24,
+				       .think_ns = 12000, .op = SCHED_OP_WRITE, .bytes = 4096,
+				       .sync = true, .dsync = true, .journal = -1 };
+	sc.t[1] = (struct sim_tenant){ .name = "light reader", .weight = 12, .depth = 2,
+				       .think_ns = 19000, .op = SCHED_OP_READ, .bytes = 8192,
+				       .sync = true, .journal = -1 };
+	sc.ntenants = 2;
+	struct sim_result bfq = run(&sc, sim_params_bfq);
+	struct sim_result fifo = run(&sc, sim_params_fifo);
+	double total = (double)bfq.t[0].store_ns + (double)bfq.t[1].store_ns;
+	double got = (double)bfq.t[1].store_ns / total;
+	printf("light reader: %.4f of the store's time, its weight's share %.4f; writer %.1f MB/s, fifo %.1f\n",
+	       got, 12.0 / 290, bfq.t[0].mb_per_s, fifo.t[0].mb_per_s);
+	ck_assert_msg(got >= 0.25 * 12.0 / 290, "the light reader got %.4f of the store's time", got);
+	ck_assert_msg(bfq.t[0].mb_per_s >= 0.8 * fifo.t[0].mb_per_s, "writer %.1f MB/s, fifo %.1f",
+		      bfq.t[0].mb_per_s, fifo.t[0].mb_per_s);
+}
+END_TEST
+
 /* Same seed, same numbers: the simulator is a test instrument. */
 START_TEST(sim_is_deterministic)
 {
@@ -603,6 +642,7 @@ int main(void)
 	tcase_add_test(tc, s5_serial_idling_earns_ratio);
 	tcase_add_test(tc, s5_parallel_work_conserving);
 	tcase_add_test(tc, injected_barriers_keep_to_their_weight);
+	tcase_add_test(tc, light_reader_keeps_its_slice_at_its_cap);
 	tcase_add_test(tc, sim_is_deterministic);
 	suite_add_tcase(s, tc);
 	TCase *tree = tcase_create("tree");

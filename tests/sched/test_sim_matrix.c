@@ -35,7 +35,7 @@ static const struct {
 	{ 7, "xox",
 	  "share: t3 buffered window 2: 0.002 slots, target 0.022 (-92%)" },
 	{ 8, "xoo",
-	  "share: t1 read window 0: 0.024 slots, target 0.662 (-96%)" },
+	  "share: t1 read window 3: 0.201 slots, target 0.662 (-70%)" },
 	{ 9, "xxx",
 	  "share: t3 read window 3: 2.145 slots, target 0.345 (+522%)" },
 	{ 10, "xox",
