@@ -97,7 +97,7 @@ void inode_table_entry_given(struct inode_table *table, uint64_t node_id, const 
 
 /*
  * Whether the kernel still holds what it was last given for node_id and
- * the backing file is unchanged since (ctime and size as in st): a
+ * the backing file is unchanged since (mtime, ctime and size as in st): a
  * readdirplus record would tell it nothing new.
  */
 bool inode_table_entry_held(struct inode_table *table, uint64_t node_id, const struct stat *st,

@@ -33,6 +33,13 @@
 #define NO_MOUNT UINT32_MAX
 #define FUSE_SUPER_MAGIC 0x65735546
 
+/* What a backing file was, as far as a change to it shows: any change,
+ * through the mount or beside it, moves its ctime. */
+struct file_version {
+	struct timespec mtime, ctime;
+	off_t size;
+};
+
 struct inode_slot {
 	_Atomic int fd;            /* cached O_PATH descriptor; -1 when evicted or free */
 	atomic_uint pins;          /* fd_get calls not yet put */
@@ -53,13 +60,11 @@ struct inode_slot {
 	/* What the backing file was when the kernel's page cache of it was last
 	 * validated (inode_table_cache_valid). */
 	bool cache_known;
-	struct timespec cache_mtime, cache_ctime;
-	off_t cache_size;
+	struct file_version cache_version;
 	/* Until when the kernel holds the entry and attributes it was last
 	 * given, and what the backing file was then (inode_table_entry_held). */
 	uint64_t given_until_ns;
-	struct timespec given_ctime;
-	off_t given_size;
+	struct file_version given_version;
 };
 
 /*
@@ -682,9 +687,16 @@ uint64_t inode_table_count(struct inode_table *t)
 	return n;
 }
 
-static bool same_time(struct timespec a, struct timespec b)
+static struct file_version version_of(const struct stat *st)
 {
-	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+	return (struct file_version){.mtime = st->st_mtim, .ctime = st->st_ctim, .size = st->st_size};
+}
+
+static bool same_version(struct file_version a, struct file_version b)
+{
+	return a.mtime.tv_sec == b.mtime.tv_sec && a.mtime.tv_nsec == b.mtime.tv_nsec &&
+	       a.ctime.tv_sec == b.ctime.tv_sec && a.ctime.tv_nsec == b.ctime.tv_nsec &&
+	       a.size == b.size;
 }
 
 void inode_table_entry_given(struct inode_table *t, uint64_t node_id, const struct stat *st,
@@ -693,8 +705,7 @@ void inode_table_entry_given(struct inode_table *t, uint64_t node_id, const stru
 	pthread_mutex_lock(&t->lock);
 	struct inode_slot *s = slot_at(t, node_id);
 	s->given_until_ns = now_ns + held_ns;
-	s->given_ctime = st->st_ctim;
-	s->given_size = st->st_size;
+	s->given_version = version_of(st);
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -703,8 +714,7 @@ bool inode_table_entry_held(struct inode_table *t, uint64_t node_id, const struc
 {
 	pthread_mutex_lock(&t->lock);
 	const struct inode_slot *s = slot_at(t, node_id);
-	bool held = now_ns < s->given_until_ns && same_time(s->given_ctime, st->st_ctim) &&
-		    s->given_size == st->st_size;
+	bool held = now_ns < s->given_until_ns && same_version(s->given_version, version_of(st));
 	pthread_mutex_unlock(&t->lock);
 	return held;
 }
@@ -713,12 +723,10 @@ bool inode_table_cache_valid(struct inode_table *t, uint64_t node_id, const stru
 {
 	pthread_mutex_lock(&t->lock);
 	struct inode_slot *s = slot_at(t, node_id);
-	bool valid = s->cache_known && same_time(s->cache_mtime, now->st_mtim) &&
-		     same_time(s->cache_ctime, now->st_ctim) && s->cache_size == now->st_size;
+	struct file_version v = version_of(now);
+	bool valid = s->cache_known && same_version(s->cache_version, v);
 	s->cache_known = true;
-	s->cache_mtime = now->st_mtim;
-	s->cache_ctime = now->st_ctim;
-	s->cache_size = now->st_size;
+	s->cache_version = v;
 	pthread_mutex_unlock(&t->lock);
 	return valid;
 }

@@ -156,6 +156,22 @@ static void make_small_file(const struct test_mount *m)
  * direct: the kernel keeps its page cache of an unchanged file across
  * opens, and a read answered from it would not reach the daemon at all.
  */
+/* One direct read of the 4 KiB file "small" by uid in group; true if it succeeded. */
+static bool read_small_as(const struct test_mount *m, const char *group, uid_t uid)
+{
+	pid_t child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		ctl_test_become(group, uid);
+		static char buf[4096] __attribute__((aligned(4096)));
+		int fd = open(test_mnt_path(m, "small"), O_RDONLY | O_DIRECT);
+		_exit(fd >= 0 && read(fd, buf, sizeof(buf)) == 4096 && close(fd) == 0 ? 0 : 1);
+	}
+	int status = -1;
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 static pid_t spawn_prober(const struct test_mount *m, atomic_int *done)
 {
 	pid_t victim = fork();
@@ -437,17 +453,7 @@ START_TEST(a_slot_is_kept_for_a_tenant_that_comes_and_goes)
 	stat_slots(&m, &inflight, &limit, &kept);
 	ck_assert_int_eq(kept, 0);	/* nobody else has been about */
 
-	pid_t victim = fork();
-	ck_assert_int_ge(victim, 0);
-	if (victim == 0) {
-		ctl_test_become(group_victim, VICTIM_UID);
-		static char buf[8192] __attribute__((aligned(4096)));
-		int fd = open(test_mnt_path(&m, "small"), O_RDONLY | O_DIRECT);
-		_exit(fd >= 0 && read(fd, buf, sizeof(buf)) == 4096 && close(fd) == 0 ? 0 : 1);
-	}
-	int status;
-	ck_assert_int_eq(waitpid(victim, &status, 0), victim);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the victim's read failed");
+	ck_assert_msg(read_small_as(&m, group_victim, VICTIM_UID), "the victim's read failed");
 
 	int samples = 0;
 	CTL_TEST_POLL((stat_slots(&m, &inflight, &limit, &kept), kept > 0));
@@ -632,16 +638,7 @@ START_TEST(cgroup_spray_leaves_a_configured_cgroup_its_weight)
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the sprayer failed (%d)", status);
 
 	ctl_test_cgroup_make(CG_V2, group_configured);
-	pid_t configured = fork();
-	ck_assert_int_ge(configured, 0);
-	if (configured == 0) {
-		ctl_test_become(group_configured, VICTIM_UID);
-		static char buf[4096] __attribute__((aligned(4096)));
-		int fd = open(test_mnt_path(&m, "small"), O_RDONLY | O_DIRECT);
-		_exit(fd >= 0 && read(fd, buf, sizeof(buf)) == 4096 && close(fd) == 0 ? 0 : 1);
-	}
-	ck_assert_int_eq(waitpid(configured, &status, 0), configured);
-	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert(read_small_as(&m, group_configured, VICTIM_UID));
 	int64_t weight = ctl_test_tenant_u64(m.mnt, group_configured, "weight");
 	int sprayed = tenants_below(m.mnt, group_attacker);
 	fprintf(stderr, "isolation: %d sprayed cgroups have tenants of their own; the configured one "

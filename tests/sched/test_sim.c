@@ -532,6 +532,20 @@ START_TEST(h2_injected_deep_siblings_equal)
 }
 END_TEST
 
+/* A 1 s run (100 ms warm-up) on a fast 16-slot store; tenants left to the caller. */
+static void fast_store_scenario(struct sim_scenario *sc, const char *name, const char *about,
+				uint64_t seed)
+{
+	memset(sc, 0, sizeof(*sc));
+	sc->name = name;
+	sc->about = about;
+	sim_device_fast(&sc->dev, 16);
+	sc->max_inflight = 16;
+	sc->duration_ns = 1000 * MS;
+	sc->warmup_ns = 100 * MS;
+	sc->seed = seed;
+}
+
 /* The attack on injection: a weight-1 tenant streaming small sync writes
  * (barriers, injected first while a heavy depth-1 reader is idled for)
  * next to a backlogged weight-100 reader. Every injection door admits only
@@ -541,14 +555,8 @@ END_TEST
 START_TEST(injected_barriers_keep_to_their_weight)
 {
 	struct sim_scenario sc;
-	memset(&sc, 0, sizeof(sc));
-	sc.name = "barrier stream";
-	sc.about = "w1 4 KiB sync writer x8, w800 depth-1 reader, w100 deep reader";
-	sim_device_fast(&sc.dev, 16);
-	sc.max_inflight = 16;
-	sc.duration_ns = 1000 * MS;
-	sc.warmup_ns = 100 * MS;
-	sc.seed = 0x5eed0023;
+	fast_store_scenario(&sc, "barrier stream",
+			    "w1 4 KiB sync writer x8, w800 depth-1 reader, w100 deep reader", 0x5eed0023);
 	sc.t[0] = (struct sim_tenant){ .name = "barriers", .weight = 1, .depth = 8,
 				       .think_ns = 10000, .op = SCHED_OP_WRITE, .bytes = 4096,
 				       .sync = true, .journal = -1 };
@@ -584,14 +592,8 @@ END_TEST
 START_TEST(light_reader_keeps_its_slice_at_its_cap)
 {
 	struct sim_scenario sc;
-	memset(&sc, 0, sizeof(sc));
-	sc.name = "light reader, heavy dsync writer";
-	sc.about = "w278 4 KiB dsync writer x24, w12 8 KiB reader x2";
-	sim_device_fast(&sc.dev, 16);
-	sc.max_inflight = 16;
-	sc.duration_ns = 1000 * MS;
-	sc.warmup_ns = 100 * MS;
-	sc.seed = 0x5eed0008;
+	fast_store_scenario(&sc, "light reader, heavy dsync writer",
+			    "w278 4 KiB dsync writer x24, w12 8 KiB reader x2", 0x5eed0008);
 	sc.t[0] = (struct sim_tenant){ .name = "dsync writer", .weight = 278, .depth = 24,
 				       .think_ns = 12000, .op = SCHED_OP_WRITE, .bytes = 4096,
 				       .sync = true, .dsync = true, .journal = -1 };
