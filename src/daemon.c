@@ -331,12 +331,17 @@ static void daemon_notify(const char *state)
 
 /* Once daemonized, stderr is /dev/null: messages go to syslog instead. */
 /* The engine's new size for the kernel's async request queue (engine.h). */
-static void set_kernel_queue(void *fd, uint32_t limit)
+static void set_kernel_queue(void *q, uint32_t limit)
 {
-	int r = kernel_queue_set(*(const int *)fd, limit);
+	int r = kernel_queue_set(q, limit);
 	if (r)
 		fuse_log(FUSE_LOG_WARNING, "fusesched: cannot set max_background to %u: %s\n", limit,
 			 strerror(-r));
+}
+
+static int64_t kernel_queue_outstanding(void *q)
+{
+	return kernel_queue_waiting(q);
 }
 
 static void log_to_syslog(enum fuse_log_level level, const char *fmt, va_list ap)
@@ -472,7 +477,7 @@ int daemon_run(const struct daemon_options *o)
 	struct ctl_server *ctl = NULL;
 	struct ctl_http *http = NULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	int kernel_queue_fd = -1;
+	struct kernel_queue kernel_queue = {.dir_fd = -1, .limit_fd = -1};
 	status = 2;
 	const struct tenant_table_params tp = {.max_tenants = DAEMON_MAX_TENANTS};
 	if (!stats) {
@@ -556,17 +561,17 @@ int daemon_run(const struct daemon_options *o)
 	}
 	/* Mounted, INIT not yet answered: the kernel's queue is sized while mounted unless fixed. */
 	if (!o->max_background[0]) {
-		kernel_queue_fd = kernel_queue_open(o->mountpoint, err, sizeof(err));
-		if (kernel_queue_fd >= 0) {
-			engine_set_kernel_queue(engine, set_kernel_queue, &kernel_queue_fd, fo.max_background);
+		if (kernel_queue_open(o->mountpoint, &kernel_queue, err, sizeof(err)) == 0) {
+			engine_set_kernel_queue(engine, set_kernel_queue, kernel_queue_outstanding, &kernel_queue,
+						fo.max_background);
 			fs_set_max_background(fs, engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES,
 									     fo.max_background));
 		} else {
 			fprintf(stderr, "fusesched: %s; max_background stays %u\n", err, fo.max_background);
 		}
 	}
-	if (kernel_queue_fd < 0)
-		engine_set_kernel_queue(engine, NULL, NULL, fo.max_background);
+	if (kernel_queue.limit_fd < 0)
+		engine_set_kernel_queue(engine, NULL, NULL, NULL, fo.max_background);
 	if (fuse_daemonize(o->foreground) != 0)
 		goto out_unmount;
 	if (!o->foreground) {
@@ -626,8 +631,7 @@ out_fs:
 	ctl_server_free(ctl);
 	fs_free(fs);
 	engine_free(engine);
-	if (kernel_queue_fd >= 0)
-		close(kernel_queue_fd);
+	kernel_queue_close(&kernel_queue);
 	tenant_table_free(tenants);
 	stats_free(stats);
 	config_free(cfg);

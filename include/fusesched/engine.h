@@ -121,11 +121,13 @@ uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t max);
 /*
  * Before engine_start: set is called (on the reactor) with each new limit.
  * The first is engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES, max),
- * which the caller gives the kernel itself (at INIT). set NULL: the limit
- * is fixed at max (only reported in stats).
+ * which the caller gives the kernel itself (at INIT). waiting (may be
+ * NULL) returns the requests the kernel has outstanding to the daemon,
+ * read or not, or -errno: the limit rises only while it is nearly full.
+ * set NULL: the limit is fixed at max (only reported in stats).
  */
-void engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit), void *arg,
-			     uint32_t max);
+void engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit),
+			     int64_t (*waiting)(void *arg), void *arg, uint32_t max);
 
 /* Requests completed so far (tests and stats). */
 uint64_t engine_completed(const struct engine *e);

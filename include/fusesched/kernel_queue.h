@@ -1,8 +1,9 @@
 /*
  * The kernel's limit on async requests outstanding to one FUSE mount
  * (max_background), changed while it is mounted through the fuse control
- * filesystem (fusectl). The engine sizes it (engine.h); this room only
- * finds the connection's file and writes it.
+ * filesystem (fusectl), and the kernel's count of requests outstanding.
+ * The engine sizes the limit (engine.h); this room only finds the
+ * connection's files, writes the one and reads the other.
  */
 #ifndef FUSESCHED_KERNEL_QUEUE_H
 #define FUSESCHED_KERNEL_QUEUE_H
@@ -10,16 +11,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct kernel_queue {
+	int dir_fd;   /* the connection's fusectl directory */
+	int limit_fd; /* its max_background file, open for writing */
+};
+
 /*
- * Opens the max_background file of the FUSE connection mounted on
- * mountpoint (found in /proc/self/mountinfo, so the mount is never
- * touched). Where fusectl is not mounted, a private instance is mounted
- * for the moment the file is opened, and detached again. Returns an fd or
- * -errno with a message naming the problem.
+ * Opens the fusectl directory of the FUSE connection mounted on mountpoint
+ * (found in /proc/self/mountinfo, so the mount is never touched). Where
+ * fusectl is not mounted, a private instance is mounted for the moment the
+ * files are opened, and detached again. 0, or -errno with a message naming
+ * the problem.
  */
-int kernel_queue_open(const char *mountpoint, char *err, size_t err_bytes);
+int kernel_queue_open(const char *mountpoint, struct kernel_queue *q, char *err, size_t err_bytes);
 
 /* Sets the limit (1..65535); 0 or -errno. */
-int kernel_queue_set(int fd, uint32_t limit);
+int kernel_queue_set(const struct kernel_queue *q, uint32_t limit);
+
+/*
+ * Requests the kernel has sent or queued for the daemon and not yet had
+ * answered (fusectl's waiting: read by the daemon or not; a caller held at
+ * the limit is not counted). -errno on failure.
+ */
+int64_t kernel_queue_waiting(const struct kernel_queue *q);
+
+void kernel_queue_close(struct kernel_queue *q);
 
 #endif

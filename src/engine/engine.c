@@ -161,11 +161,12 @@ struct engine {
 	uint32_t ring_inflight;        /* request SQEs not yet completed */
 	/* The kernel's async request limit (engine_size_kernel_queue), sized each second. */
 	void (*kernel_queue_set)(void *arg, uint32_t limit);
+	int64_t (*kernel_queue_waiting)(void *arg);
 	void *kernel_queue_arg;
 	uint32_t kernel_queue_limit, kernel_queue_max;
 	uint64_t next_kernel_queue_ns;
 	uint64_t window_transfers, window_transfer_bytes; /* reads and writes finished this second */
-	uint32_t window_peak_held;     /* most requests queued or in flight at a stats tick */
+	uint32_t window_peak_held;     /* most requests outstanding at a stats tick */
 	uint64_t wait_avg_ns;          /* moving average of waits with requests at the store */
 };
 
@@ -1037,10 +1038,16 @@ uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t max)
 	return limit < 1 ? 1 : limit > max ? max : (uint32_t)limit;
 }
 
+/* The limit the mean size of this second's reads and writes asks for (engine.h). */
+static uint32_t window_kernel_queue_limit(const struct engine *e)
+{
+	return engine_kernel_queue_limit(e->window_transfer_bytes / e->window_transfers, e->kernel_queue_max);
+}
+
 /*
  * Each second, the kernel's async request limit from the mean size of the
  * reads and writes that finished in it (engine.h). It falls at once, but
- * rises only when the daemon held three quarters of the limit or more at
+ * rises only when three quarters of the limit or more were outstanding at
  * some stats tick (deep tenants were probably held back in the kernel):
  * a limit raised by a few small reads alone would let the next flood's
  * first burst in whole. Written only when it moves by a quarter or more,
@@ -1052,8 +1059,7 @@ static void size_kernel_queue(struct engine *e, uint64_t now)
 		return; /* fixed (or unknown): published once, by engine_set_kernel_queue */
 	e->next_kernel_queue_ns = now + KERNEL_QUEUE_EVERY_NS;
 	if (e->window_transfers) {
-		uint32_t limit = engine_kernel_queue_limit(e->window_transfer_bytes / e->window_transfers,
-							   e->kernel_queue_max);
+		uint32_t limit = window_kernel_queue_limit(e);
 		uint32_t old = e->kernel_queue_limit;
 		bool held_back = e->window_peak_held * 4u >= old * 3u;
 		if (limit * 4u < old * 3u || (limit * 4u > old * 5u && held_back)) {
@@ -1066,10 +1072,33 @@ static void size_kernel_queue(struct engine *e, uint64_t now)
 	e->window_peak_held = 0;
 }
 
-void engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit), void *arg,
-			     uint32_t max)
+/*
+ * At a stats tick: how many requests are outstanding. The scheduler holds
+ * those the daemon has read; while the daemon is slower to read than the
+ * callers to ask (short of CPU), the rest wait unread in the kernel, which
+ * counts them. That count costs three syscalls, so it is read only while
+ * the limit could rise and the scheduler's own count does not already
+ * show it full.
+ */
+static void note_outstanding(struct engine *e)
+{
+	uint32_t held = sched_pending(e->sched) + sched_inflight(e->sched);
+	uint32_t full = e->kernel_queue_limit * 3u / 4u;
+	if (held < full && e->window_peak_held < full && e->kernel_queue_waiting && e->window_transfers &&
+	    window_kernel_queue_limit(e) * 4u > e->kernel_queue_limit * 5u) {
+		int64_t waiting = e->kernel_queue_waiting(e->kernel_queue_arg);
+		if (waiting > (int64_t)held)
+			held = waiting > UINT32_MAX ? UINT32_MAX : (uint32_t)waiting;
+	}
+	if (held > e->window_peak_held)
+		e->window_peak_held = held;
+}
+
+void engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit),
+			     int64_t (*waiting)(void *arg), void *arg, uint32_t max)
 {
 	e->kernel_queue_set = set;
+	e->kernel_queue_waiting = waiting;
 	e->kernel_queue_arg = arg;
 	e->kernel_queue_max = max;
 	e->kernel_queue_limit = set ? engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES, max) : max;
@@ -1096,9 +1125,7 @@ static void publish_stats(struct engine *e, uint64_t now)
 			busy_count++;
 		}
 	}
-	uint32_t held = sched_pending(e->sched) + sched_inflight(e->sched);
-	if (held > e->window_peak_held)
-		e->window_peak_held = held;
+	note_outstanding(e);
 	recompute_meta_sole(e, now, busy_tenant, busy_count);
 	stats_publish_global(e->stats, sched_peak_rate(e->sched), sched_inflight(e->sched),
 			     e->params.sched.max_inflight, sched_reserved_slots(e->sched, now));

@@ -1,4 +1,4 @@
-/* The kernel's async request limit of our FUSE connection, through fusectl. */
+/* The kernel's async request limit and queue of our FUSE connection, through fusectl. */
 #include "fusesched/kernel_queue.h"
 #include "fusesched/mountinfo.h"
 
@@ -26,48 +26,84 @@ static long connection_of(const char *path)
 	return e.major == 0 && strncmp(e.fstype, "fuse", 4) == 0 ? (long)e.minor : -ENOENT;
 }
 
-static int open_in(const char *dir, long conn)
+static int open_in(const char *dir, long conn, struct kernel_queue *q)
 {
-	char file[PATH_MAX];
-	snprintf(file, sizeof(file), "%s/%ld/max_background", dir, conn);
-	int fd = open(file, O_RDWR | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%ld", dir, conn);
+	q->dir_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (q->dir_fd < 0)
+		return -errno;
+	q->limit_fd = openat(q->dir_fd, "max_background", O_RDWR | O_CLOEXEC);
+	if (q->limit_fd >= 0)
+		return 0;
+	int r = -errno;
+	close(q->dir_fd);
+	q->dir_fd = -1;
+	return r;
 }
 
-int kernel_queue_open(const char *mountpoint, char *err, size_t err_bytes)
+int kernel_queue_open(const char *mountpoint, struct kernel_queue *q, char *err, size_t err_bytes)
 {
+	q->dir_fd = q->limit_fd = -1;
 	long conn = connection_of(mountpoint);
 	if (conn < 0) {
 		snprintf(err, err_bytes, "no FUSE mount found on '%s' in /proc/self/mountinfo", mountpoint);
 		return (int)conn;
 	}
-	int fd = open_in(FUSECTL_DIR, conn);
-	if (fd >= 0 || fd != -ENOENT)
+	int r = open_in(FUSECTL_DIR, conn, q);
+	if (r != -ENOENT)
 		goto out;
 	/* fusectl is not mounted (no systemd): a private instance, detached once opened. */
 	char dir[] = "/tmp/fusesched-fusectl.XXXXXX";
 	if (!mkdtemp(dir)) {
-		fd = -errno;
+		r = -errno;
 		goto out;
 	}
 	if (mount("fusectl", dir, "fusectl", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
-		fd = -errno;
+		r = -errno;
 	} else {
-		fd = open_in(dir, conn);
+		r = open_in(dir, conn, q); /* the open files keep the detached instance */
 		(void)umount2(dir, MNT_DETACH);
 	}
 	(void)rmdir(dir);
 out:
-	if (fd < 0)
+	if (r < 0)
 		snprintf(err, err_bytes, "cannot open the fuse control file of connection %ld (fusectl, "
-			 FUSECTL_DIR "): %s", conn, strerror(-fd));
-	return fd;
+			 FUSECTL_DIR "): %s", conn, strerror(-r));
+	return r;
 }
 
 /* fusectl files cannot seek: each write is parsed whole, from position 0, which it never moves. */
-int kernel_queue_set(int fd, uint32_t limit)
+int kernel_queue_set(const struct kernel_queue *q, uint32_t limit)
 {
 	char text[16];
 	int n = snprintf(text, sizeof(text), "%u\n", limit);
-	return write(fd, text, (size_t)n) == n ? 0 : -errno;
+	return write(q->limit_fd, text, (size_t)n) == n ? 0 : -errno;
+}
+
+/* A read moves the position for good (no seek, no pread): each count is a fresh open. */
+int64_t kernel_queue_waiting(const struct kernel_queue *q)
+{
+	int fd = openat(q->dir_fd, "waiting", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char text[24];
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	int r = n < 0 ? -errno : 0;
+	close(fd);
+	if (r)
+		return r;
+	text[n] = '\0';
+	char *end = NULL;
+	long long waiting = strtoll(text, &end, 10);
+	return end == text || waiting < 0 ? -EINVAL : waiting;
+}
+
+void kernel_queue_close(struct kernel_queue *q)
+{
+	if (q->limit_fd >= 0)
+		close(q->limit_fd);
+	if (q->dir_fd >= 0)
+		close(q->dir_fd);
+	q->dir_fd = q->limit_fd = -1;
 }

@@ -115,7 +115,23 @@ static struct engine *engine;
 static struct datapath *dp;
 static char scratch[256];
 
-static void engine_up(bool solo, uint32_t max_held_writes)
+/* The kernel's queue as the engine sees it (engine_set_kernel_queue); NULL set: fixed. */
+static _Atomic uint32_t kernel_limit;
+static _Atomic int64_t kernel_waiting;
+
+static void record_kernel_limit(void *arg, uint32_t limit)
+{
+	(void)arg;
+	atomic_store(&kernel_limit, limit);
+}
+
+static int64_t report_kernel_waiting(void *arg)
+{
+	(void)arg;
+	return atomic_load(&kernel_waiting);
+}
+
+static void engine_up_sized(bool solo, uint32_t max_held_writes, bool kernel_queue_sized)
 {
 	forget_answers();
 	ck_assert_int_eq(config_new_default(&cfg), 0);
@@ -129,10 +145,18 @@ static void engine_up(bool solo, uint32_t max_held_writes)
 	p.solo_requests = solo;
 	p.max_held_writes = max_held_writes;
 	ck_assert_msg(engine_new(&p, tenants, stats, &engine, err, sizeof(err)) == 0, "%s", err);
+	atomic_store(&kernel_limit, 0);
+	if (kernel_queue_sized)
+		engine_set_kernel_queue(engine, record_kernel_limit, report_kernel_waiting, NULL, 1024);
 	ck_assert_int_eq(engine_start(engine), 0);
 	dp = engine_datapath(engine);
 	snprintf(scratch, sizeof(scratch), "/tmp/engine-unit-XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+
+static void engine_up(bool solo, uint32_t max_held_writes)
+{
+	engine_up_sized(solo, max_held_writes, false);
 }
 
 static void engine_down(void)
@@ -362,6 +386,58 @@ START_TEST(kernel_queue_limit_in_bytes)
 END_TEST
 
 /* A transfer acknowledges what moved: a read across the end, a read past it. */
+/* Reads of size bytes one at a time for about ms, each answered before the next. */
+static void read_one_at_a_time(struct datapath_file *f, uint64_t size, int ms)
+{
+	struct timespec start, now;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		forget_answers();
+		ck_assert_int_eq(wait_answer(submit(f, DATAPATH_READ, 0, size, NULL)).err, 0);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
+}
+
+/*
+ * Small reads ask for a long kernel queue, but one at a time they never
+ * fill the one they have: the limit stays while the kernel reports little
+ * outstanding, and rises once it reports the queue nearly full, which is
+ * all the daemon learns when callers outrun its reading of /dev/fuse (the
+ * scheduler itself then holds little). Large reads bring it down again.
+ */
+START_TEST(kernel_queue_rises_only_when_full)
+{
+	engine_up_sized(false, 16, true);
+	struct datapath_file f;
+	open_file("queue", O_RDWR, &f);
+	unsigned char data[1 << 20];
+	fill(data, sizeof(data), 5);
+	ck_assert_int_eq(pwrite(f.fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
+
+	atomic_store(&kernel_waiting, 2);
+	read_one_at_a_time(&f, 4096, 2500);
+	uint32_t kept = atomic_load(&kernel_limit);
+	ck_assert_uint_eq(kept, 0); /* never written: still the 128 given at INIT */
+
+	atomic_store(&kernel_waiting, 120);
+	for (int i = 0; i < 5 && atomic_load(&kernel_limit) == 0; i++)
+		read_one_at_a_time(&f, 4096, 500);
+	uint32_t raised = atomic_load(&kernel_limit);
+	ck_assert_uint_eq(raised, 1024);
+
+	atomic_store(&kernel_waiting, 2);
+	for (int i = 0; i < 5 && atomic_load(&kernel_limit) == 1024; i++)
+		read_one_at_a_time(&f, 1 << 20, 500);
+	uint32_t lowered = atomic_load(&kernel_limit);
+	/* 128 for 1 MiB alone; a window that began with 4 KiB reads means a little more. */
+	ck_assert_uint_ge(lowered, 128);
+	ck_assert_uint_le(lowered, 160);
+	forget_answers();
+	close_file(&f);
+	engine_down();
+}
+END_TEST
+
 static void short_reads(bool solo)
 {
 	engine_up(solo, 16);
@@ -624,6 +700,7 @@ static Suite *engine_unit_suite(void)
 	tcase_add_test(tc, owned_payloads_held_and_through_the_ring);
 	tcase_add_test(tc, owned_payloads_solo);
 	tcase_add_test(tc, kernel_queue_limit_in_bytes);
+	tcase_add_test(tc, kernel_queue_rises_only_when_full);
 	tcase_add_test(tc, short_reads_solo);
 	tcase_add_test(tc, short_reads_through_the_ring);
 	tcase_add_test(tc, errors_solo);
