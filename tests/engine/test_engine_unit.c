@@ -429,9 +429,10 @@ START_TEST(kernel_queue_rises_only_when_full)
 	for (int i = 0; i < 5 && atomic_load(&kernel_limit) == 1024; i++)
 		read_one_at_a_time(&f, 1 << 20, 500);
 	uint32_t lowered = atomic_load(&kernel_limit);
-	/* 128 for 1 MiB alone; a window that began with 4 KiB reads means a little more. */
+	/* 128 for 1 MiB alone; a window that began with 4 KiB reads means more
+	 * (few 1 MiB reads fit in it on a slow build): sized for half a MiB at least. */
 	ck_assert_uint_ge(lowered, 128);
-	ck_assert_uint_le(lowered, 160);
+	ck_assert_uint_le(lowered, 256);
 	forget_answers();
 	close_file(&f);
 	engine_down();
