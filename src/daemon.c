@@ -91,6 +91,8 @@ const struct daemon_mount_opt daemon_mount_opts[] = {
 	 "how long the kernel trusts attributes it was given (default 1)"},
 	{"negative_timeout", "SECONDS", NULL, OPT_FILE(negative_timeout),
 	 "how long the kernel remembers that a name is missing (default 1)"},
+	{"watch_timeout", "SECONDS", NULL, OPT_FILE(watch_timeout),
+	 "the three timeouts on a local backing filesystem, whose changes are watched (default 60; 0: not watched)"},
 	{NULL, NULL, NULL, 0, 0, false, NULL},
 };
 
@@ -455,12 +457,17 @@ int daemon_run(const struct daemon_options *o)
 	fo.keep_page_cache = !o->drop_page_cache;
 	if (o->max_background[0]) /* checked by daemon_parse_mount_opts */
 		fo.max_background = (unsigned int)strtoul(o->max_background, NULL, 10);
-	if (o->entry_timeout[0])
+	fo.entry_timeout_given = o->entry_timeout[0];
+	if (fo.entry_timeout_given)
 		fo.entry_timeout_s = strtod(o->entry_timeout, NULL);
-	if (o->attr_timeout[0])
+	fo.attr_timeout_given = o->attr_timeout[0];
+	if (fo.attr_timeout_given)
 		fo.attr_timeout_s = strtod(o->attr_timeout, NULL);
-	if (o->negative_timeout[0])
+	fo.negative_timeout_given = o->negative_timeout[0];
+	if (fo.negative_timeout_given)
 		fo.negative_timeout_s = strtod(o->negative_timeout, NULL);
+	if (o->watch_timeout[0])
+		fo.watch_timeout_s = strtod(o->watch_timeout, NULL);
 
 	char err[512];
 	struct engine_params ep;
@@ -602,6 +609,10 @@ int daemon_run(const struct daemon_options *o)
 	}
 	fuse_loop_cfg_set_clone_fd(loop, 0);
 	fuse_loop_cfg_set_max_threads(loop, 64);
+	/* Last before the loop: it notifies through the session, so it stops right after. */
+	if (fs_watch_backing(fs, err, sizeof(err)) != 0)
+		fuse_log(FUSE_LOG_INFO, "fusesched: changes beside the mount are not watched (%s); "
+			 "timeouts stay as set\n", err);
 	/* Mounted, engine and control socket running: ready (the PID is the
 	 * daemon's own, after fuse_daemonize, as NotifyAccess=main wants). */
 	char ready[PATH_MAX + 64];
@@ -611,6 +622,7 @@ int daemon_run(const struct daemon_options *o)
 	/* Returns after SIGTERM/SIGINT/unmount once every worker finished its request. */
 	/* A positive result is the signal that ended the loop: a clean stop. */
 	status = fuse_session_loop_mt(se, loop) < 0 ? 1 : 0;
+	fs_unwatch_backing(fs);
 	daemon_notify("STOPPING=1\nSTATUS=draining and unmounting");
 	fuse_loop_cfg_destroy(loop);
 	/* Scrapes end with the mount: the listener goes before the control socket. */

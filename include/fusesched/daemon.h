@@ -27,6 +27,7 @@ struct daemon_options {
 	char entry_timeout[16];      /* -o entry_timeout=SECONDS, empty: fs.h's default */
 	char attr_timeout[16];       /* -o attr_timeout=SECONDS */
 	char negative_timeout[16];   /* -o negative_timeout=SECONDS */
+	char watch_timeout[16];      /* -o watch_timeout=SECONDS */
 	char fuse_opts[DAEMON_MAX_FUSE_OPTS]; /* passed to libfuse as one -o */
 };
 

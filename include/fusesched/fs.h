@@ -52,6 +52,15 @@ struct fs_options {
 	double entry_timeout_s;
 	double attr_timeout_s;
 	double negative_timeout_s;
+	/*
+	 * Where the backing filesystem's changes are watched (watch.h: a local
+	 * one, fs_watch_backing), the kernel is told at once of every change
+	 * made beside the mount, so there names, attributes and missing names
+	 * are trusted this long instead, unless set explicitly (the _given
+	 * flags). 0: not watched.
+	 */
+	double watch_timeout_s;
+	bool entry_timeout_given, attr_timeout_given, negative_timeout_given;
 	unsigned int max_write_bytes;
 	/*
 	 * How many async requests (direct I/O from aio, readahead, writeback)
@@ -80,6 +89,15 @@ void fs_free(struct fs *fs);
 
 /* The max_background to give at INIT, if set before the session's loop starts. */
 void fs_set_max_background(struct fs *fs, unsigned int max_background);
+
+/*
+ * Watches the backing filesystem for changes made beside the mount
+ * (watch.h), from the process that serves the mount, before its loop
+ * starts. 0, or -errno with why not (the fs then keeps the options'
+ * timeouts everywhere). Stopped by fs_unwatch_backing, or fs_free.
+ */
+int fs_watch_backing(struct fs *fs, char *err, size_t err_bytes);
+void fs_unwatch_backing(struct fs *fs);
 
 /* The operations table; the session's userdata must be the struct fs. */
 const struct fuse_lowlevel_ops *fs_lowlevel_ops(void);

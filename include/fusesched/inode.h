@@ -103,6 +103,15 @@ void inode_table_entry_given(struct inode_table *table, uint64_t node_id, const 
 bool inode_table_entry_held(struct inode_table *table, uint64_t node_id, const struct stat *st,
 			    uint64_t now_ns);
 
+/*
+ * The live node of the backing inode (dev, ino), or 0: none the kernel
+ * holds. A node whose number went to a newer file is not found.
+ */
+uint64_t inode_table_find(struct inode_table *table, dev_t dev, ino_t ino);
+
+/* The backing device of a live node (0 for none). */
+dev_t inode_table_dev(struct inode_table *table, uint64_t node_id);
+
 /* The file type bits (S_IFMT) recorded when the node was first looked up. */
 mode_t inode_table_type(const struct inode_table *table, uint64_t node_id);
 

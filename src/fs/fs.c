@@ -2,14 +2,17 @@
 #include "fs_internal.h"
 
 #include "fusesched/clock.h"
+#include "fusesched/watch.h"
 
 #include <errno.h>
+#include <linux/magic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +22,7 @@ void fs_options_default(struct fs_options *o)
 	o->entry_timeout_s = 1.0;
 	o->attr_timeout_s = 1.0;
 	o->negative_timeout_s = 1.0;
+	o->watch_timeout_s = 60.0;
 	o->max_write_bytes = 1u << 20;
 	o->max_background = 1024;
 	o->posix_acl = true;
@@ -95,6 +99,7 @@ void fs_free(struct fs *fs)
 		fs_handle_untrack(fs, h);
 		h->close(fs, h);
 	}
+	fs_unwatch_backing(fs);
 	pthread_mutex_destroy(&fs->handles_lock);
 	inode_table_free(fs->inodes);
 	free(fs);
@@ -129,6 +134,59 @@ void fs_invalidate_attr(struct fs *fs, fuse_ino_t ino)
 	/* A negative offset: attributes only, no page-cache invalidation (which could wait on us). */
 	if (fs->session)
 		fuse_lowlevel_notify_inval_inode(fs->session, ino, -1, 0);
+}
+
+bool fs_fd_on_local_fs(int fd)
+{
+	struct statfs sf;
+	if (fstatfs(fd, &sf) != 0)
+		return false;
+	switch (sf.f_type) {
+	case EXT4_SUPER_MAGIC:
+	case XFS_SUPER_MAGIC:
+	case TMPFS_MAGIC:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static double timeout_s(const struct fs *fs, dev_t dev, double set_s, bool given)
+{
+	return !given && fs->watch && dev == fs->watched_dev ? fs->opts.watch_timeout_s : set_s;
+}
+
+double fs_entry_timeout_s(const struct fs *fs, dev_t dev)
+{
+	return timeout_s(fs, dev, fs->opts.entry_timeout_s, fs->opts.entry_timeout_given);
+}
+
+double fs_attr_timeout_s(const struct fs *fs, dev_t dev)
+{
+	return timeout_s(fs, dev, fs->opts.attr_timeout_s, fs->opts.attr_timeout_given);
+}
+
+double fs_negative_timeout_s(const struct fs *fs, dev_t dev)
+{
+	return timeout_s(fs, dev, fs->opts.negative_timeout_s, fs->opts.negative_timeout_given);
+}
+
+int fs_watch_backing(struct fs *fs, char *err, size_t err_bytes)
+{
+	if (fs->opts.watch_timeout_s <= 0) {
+		snprintf(err, err_bytes, "watch_timeout=0");
+		return -ECANCELED;
+	}
+	int r = backing_watch_start(fs, &fs->watch, err, err_bytes);
+	if (!r)
+		fs->watched_dev = backing_watch_dev(fs->watch);
+	return r;
+}
+
+void fs_unwatch_backing(struct fs *fs)
+{
+	backing_watch_stop(fs->watch);
+	fs->watch = NULL;
 }
 
 uint64_t fs_inode_count(struct fs *fs)
@@ -280,8 +338,8 @@ int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,
 	}
 	e->ino = id;
 	e->generation = generation;
-	e->attr_timeout = fs->opts.attr_timeout_s;
-	e->entry_timeout = fs->opts.entry_timeout_s;
+	e->attr_timeout = fs_attr_timeout_s(fs, e->attr.st_dev);
+	e->entry_timeout = fs_entry_timeout_s(fs, e->attr.st_dev);
 	return 0;
 }
 

@@ -28,6 +28,8 @@ struct fs {
 	struct inode_table *inodes;
 	struct datapath *datapath;
 	struct fuse_session *session; /* for notifications; NULL until attached */
+	struct backing_watch *watch;  /* changes beside the mount (watch.h); NULL: not watched */
+	dev_t watched_dev;
 	bool selinux_active;          /* the host enforces SELinux: it answers security.selinux */
 	atomic_uint_fast64_t fd_exhausted_logged_s; /* rate limit for the EMFILE log line */
 	/*
@@ -83,6 +85,22 @@ static inline mode_t fs_mode_without_privs(mode_t mode)
 
 /* The kernel's cached attributes (and ACLs) of ino are stale: it asks again. */
 void fs_invalidate_attr(struct fs *fs, fuse_ino_t ino);
+
+/*
+ * fd is on a local filesystem (ext4, xfs, tmpfs): nothing to report at
+ * close, and every change to it is made on this host, where fanotify sees
+ * it. Network and FUSE filesystems are not.
+ */
+bool fs_fd_on_local_fs(int fd);
+
+/*
+ * How long the kernel may trust a name, the attributes, or a missing name
+ * of a file on dev: fs_options' timeouts, or watch_timeout_s on the watched
+ * filesystem unless set explicitly (watch.h).
+ */
+double fs_entry_timeout_s(const struct fs *fs, dev_t dev);
+double fs_attr_timeout_s(const struct fs *fs, dev_t dev);
+double fs_negative_timeout_s(const struct fs *fs, dev_t dev);
 
 void fs_handle_track(struct fs *fs, struct fs_handle *h);
 void fs_handle_untrack(struct fs *fs, struct fs_handle *h);

@@ -642,6 +642,23 @@ uint32_t inode_table_fds_release(struct inode_table *t, uint32_t count)
 	}
 }
 
+uint64_t inode_table_find(struct inode_table *t, dev_t dev, ino_t ino)
+{
+	pthread_mutex_lock(&t->lock);
+	uint32_t id = chain_find(t, dev, ino);
+	pthread_mutex_unlock(&t->lock);
+	return id;
+}
+
+dev_t inode_table_dev(struct inode_table *t, uint64_t node_id)
+{
+	pthread_mutex_lock(&t->lock);
+	const struct inode_slot *s = node_id && node_id < t->slots_allocated ? slot_at(t, node_id) : NULL;
+	dev_t dev = s && s->live ? s->dev : 0;
+	pthread_mutex_unlock(&t->lock);
+	return dev;
+}
+
 mode_t inode_table_type(const struct inode_table *t, uint64_t node_id)
 {
 	const struct inode_slot *s = node_id ? slot_at(t, node_id) : NULL;

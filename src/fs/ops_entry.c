@@ -16,9 +16,10 @@ void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs *fs = fs_of(req);
 	struct fuse_entry_param e;
 	int r = fs_lookup_entry(fs, parent, name, &e);
-	if (r == -ENOENT && fs->opts.negative_timeout_s > 0) {
+	double negative_s = r == -ENOENT ? fs_negative_timeout_s(fs, inode_table_dev(fs->inodes, parent)) : 0;
+	if (negative_s > 0) {
 		/* A negative entry: the kernel remembers the name is missing. */
-		e = (struct fuse_entry_param){.entry_timeout = fs->opts.negative_timeout_s};
+		e = (struct fuse_entry_param){.entry_timeout = negative_s};
 		fuse_reply_entry(req, &e);
 	} else if (r) {
 		fuse_reply_err(req, -r);
@@ -61,7 +62,7 @@ void fs_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (r)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, fs->opts.attr_timeout_s);
+		fuse_reply_attr(req, &st, fs_attr_timeout_s(fs, st.st_dev));
 }
 
 static int set_times(int fd, bool is_symlink, struct fuse_file_info *fi,

@@ -5,11 +5,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 /* O_CREAT and O_EXCL were handled by the kernel or by create; O_NOCTTY is meaningless here. */
@@ -161,19 +159,7 @@ static bool keep_page_cache(struct fs *fs, fuse_ino_t ino, int fd, bool direct)
  */
 static bool flush_needed(const struct fuse_file_info *fi, int fd)
 {
-	struct statfs sf;
-	if ((fi->flags & O_ACCMODE) == O_RDONLY)
-		return false;
-	if (fstatfs(fd, &sf) != 0)
-		return true;
-	switch (sf.f_type) {
-	case EXT4_SUPER_MAGIC:
-	case XFS_SUPER_MAGIC:
-	case TMPFS_MAGIC:
-		return false;
-	default:
-		return true;
-	}
+	return (fi->flags & O_ACCMODE) != O_RDONLY && !fs_fd_on_local_fs(fd);
 }
 
 /* Takes over fd and the hold on ino's descriptor. */

@@ -196,18 +196,19 @@ START_TEST(daemonizes_and_refuses_busy_mountpoint)
 END_TEST
 
 /*
- * A name found missing is remembered for negative_timeout: a file made
- * beside the mount (in the backing directory) under that name stays
- * unseen until then; with 0 it is seen at once. A file made through the
- * mount is seen at once either way.
+ * A name found missing is remembered for negative_timeout: where changes
+ * beside the mount are not watched (watch_timeout=0 here), a file made in
+ * the backing directory under that name stays unseen until then; with 0 it
+ * is seen at once. A file made through the mount is seen at once either
+ * way.
  */
 START_TEST(negative_entries_last_negative_timeout)
 {
 	char out[4096];
 	struct stat st;
 	for (int cached = 1; cached >= 0; cached--) {
-		ck_assert_int_eq(run_cli(out, sizeof(out), cached ? "mount b m -o negative_timeout=600"
-								  : "mount b m -o negative_timeout=0"), 0);
+		ck_assert_int_eq(run_cli(out, sizeof(out), cached ? "mount b m -o negative_timeout=600,watch_timeout=0"
+								  : "mount b m -o negative_timeout=0,watch_timeout=0"), 0);
 		char beside[64], through[64];
 		snprintf(beside, sizeof(beside), "beside-%d", cached);
 		snprintf(through, sizeof(through), "through-%d", cached);
@@ -435,6 +436,69 @@ START_TEST(repeated_listing_keeps_the_kernels_entries)
 }
 END_TEST
 
+/* Whether path, through the mount, has the mode bits and size given (size < 0: is missing). */
+static bool shows(const char *path, mode_t mode, off_t size)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return size < 0 && errno == ENOENT;
+	return size >= 0 && (st.st_mode & 07777) == mode && st.st_size == size;
+}
+
+/*
+ * On a local backing filesystem the daemon watches for changes made beside
+ * the mount and tells the kernel of each at once, so names, attributes and
+ * missing names are trusted for watch_timeout (60 s): a stat past the 1 s
+ * default costs no request, and a chmod, an append, a new name, a rename
+ * and an unlink made in the backing directory are all seen through the
+ * mount within moments, not a minute later. On any other backing the
+ * timeouts stay 1 s.
+ */
+START_TEST(changes_beside_the_mount_are_seen_at_once)
+{
+	char trace[600];
+	struct statfs sf;
+	ck_assert_int_eq(statfs(path_in("b"), &sf), 0);
+	bool local = sf.f_type == EXT4_SUPER_MAGIC || sf.f_type == XFS_SUPER_MAGIC ||
+		     sf.f_type == TMPFS_MAGIC;
+	ck_assert_int_eq(test_sh("cd '%s/b' && mkdir dir && echo x > dir/f && chmod 644 dir/f && "
+				 "echo g > dir/g && echo h > dir/h && chmod 644 dir/g dir/h", scratch), 0);
+	mount_traced(trace, sizeof(trace), "b", "");
+	ck_assert(shows(path_in("m/dir/f"), 0644, 2));
+	ck_assert(shows(path_in("m/dir/g"), 0644, 2));
+	ck_assert(shows(path_in("m/dir/h"), 0644, 2));
+	ck_assert(shows(path_in("m/dir/new"), 0, -1));
+	long asked = traced(trace, "LOOKUP") + traced(trace, "GETATTR");
+	usleep(1500 * 1000);
+	ck_assert(shows(path_in("m/dir/f"), 0644, 2));
+	ck_assert(shows(path_in("m/dir/new"), 0, -1));
+	long again = traced(trace, "LOOKUP") + traced(trace, "GETATTR");
+	if (!local) {
+		ck_assert_msg(again > asked, "past 1 s the kernel should ask again on a backing not watched");
+		ck_assert_int_eq(test_sh("fusermount3 -u '%s'", m_path()), 0);
+		return;
+	}
+	ck_assert_msg(again == asked, "past 1 s the kernel asked again (%ld requests, %ld before)", again, asked);
+
+	ck_assert_int_eq(chmod(path_in("b/dir/f"), 0600), 0);
+	ck_assert_int_eq(test_sh("cd '%s/b/dir' && echo more >> f && echo n > new && chmod 644 new && mv g g2 && rm h",
+				 scratch), 0);
+	bool seen = false;
+	for (int i = 0; i < 500 && !seen; i++) {
+		seen = shows(path_in("m/dir/f"), 0600, 7) && shows(path_in("m/dir/new"), 0644, 2) &&
+		       shows(path_in("m/dir/g"), 0, -1) && shows(path_in("m/dir/g2"), 0644, 2) &&
+		       shows(path_in("m/dir/h"), 0, -1);
+		if (!seen)
+			usleep(10000);
+	}
+	ck_assert_msg(seen, "changes beside the mount not seen through it within 5 s: f %d, new %d, g %d, "
+		      "g2 %d, h %d", shows(path_in("m/dir/f"), 0600, 7), shows(path_in("m/dir/new"), 0644, 2),
+		      shows(path_in("m/dir/g"), 0, -1), shows(path_in("m/dir/g2"), 0644, 2),
+		      shows(path_in("m/dir/h"), 0, -1));
+	ck_assert_int_eq(test_sh("fusermount3 -u '%s'", m_path()), 0);
+}
+END_TEST
+
 /* The test pattern's byte at file offset off: no two nearby chunks alike. */
 static unsigned char pattern_byte(size_t off)
 {
@@ -552,6 +616,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, page_cache_kept_across_opens_until_the_file_changes);
 	tcase_add_test(tc, only_closes_that_can_fail_are_flushed);
 	tcase_add_test(tc, repeated_listing_keeps_the_kernels_entries);
+	tcase_add_test(tc, changes_beside_the_mount_are_seen_at_once);
 	tcase_add_test(tc, daemonized_mount_moves_data_intact);
 	tcase_add_test(tc, fstab_form_through_mount_fuse);
 	tcase_add_test(tc, sigterm_unmounts_cleanly);
