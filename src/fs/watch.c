@@ -92,43 +92,50 @@ static void changed(struct backing_watch *w, struct file_handle *handle, const c
 	close(dir_fd);
 }
 
-static void handle_event(struct backing_watch *w, const struct fanotify_event_metadata *m)
+/*
+ * One event of bytes at p. Records are packed, not aligned (names make
+ * their lengths odd): every header is copied out before it is read.
+ */
+static void handle_event(struct backing_watch *w, const char *p, size_t bytes)
 {
-	if (m->pid == w->self)
+	struct fanotify_event_metadata m;
+	memcpy(&m, p, sizeof(m));
+	if (m.pid == w->self)
 		return;
-	const char *p = (const char *)m + m->metadata_len, *end = (const char *)m + m->event_len;
+	const char *end = p + bytes;
+	p += m.metadata_len;
 	while (p + sizeof(struct fanotify_event_info_header) <= end) {
-		const struct fanotify_event_info_header *h = (const void *)p;
-		if (h->len < sizeof(*h) || h->len > (size_t)(end - p))
+		struct fanotify_event_info_header h;
+		memcpy(&h, p, sizeof(h));
+		if (h.len < sizeof(h) || h.len > (size_t)(end - p))
 			return;
-		if (h->info_type == FAN_EVENT_INFO_TYPE_DFID_NAME || h->info_type == FAN_EVENT_INFO_TYPE_DFID) {
-			/* The record's handle is not aligned for struct file_handle: copied out. */
+		if (h.info_type == FAN_EVENT_INFO_TYPE_DFID_NAME || h.info_type == FAN_EVENT_INFO_TYPE_DFID) {
 			const char *raw = p + offsetof(struct fanotify_event_info_fid, handle);
 			struct file_handle head;
-			if (raw + sizeof(head) > p + h->len)
+			if (raw + sizeof(head) > p + h.len)
 				return;
 			memcpy(&head, raw, sizeof(head));
 			size_t handle_bytes = sizeof(head) + head.handle_bytes;
 			const char *name = raw + handle_bytes;
-			if (name > p + h->len || head.handle_bytes > MAX_HANDLE_SZ)
+			if (head.handle_bytes > MAX_HANDLE_SZ || name > p + h.len)
 				return;
 			union {
 				struct file_handle fh;
 				char bytes[sizeof(struct file_handle) + MAX_HANDLE_SZ];
 			} copy;
 			memcpy(&copy, raw, handle_bytes);
-			bool named = h->info_type == FAN_EVENT_INFO_TYPE_DFID_NAME &&
-				     memchr(name, '\0', (size_t)(p + h->len - name));
-			changed(w, &copy.fh, named ? name : NULL, m->mask);
+			bool named = h.info_type == FAN_EVENT_INFO_TYPE_DFID_NAME &&
+				     memchr(name, '\0', (size_t)(p + h.len - name));
+			changed(w, &copy.fh, named ? name : NULL, m.mask);
 		}
-		p += h->len;
+		p += h.len;
 	}
 }
 
 static void *watch_thread(void *arg)
 {
 	struct backing_watch *w = arg;
-	char *buf = aligned_alloc(8, EVENT_BUF_BYTES);
+	char *buf = malloc(EVENT_BUF_BYTES);
 	if (!buf)
 		return NULL;
 	struct pollfd fds[2] = {{.fd = w->fanotify_fd, .events = POLLIN}, {.fd = w->stop_fd, .events = POLLIN}};
@@ -140,12 +147,14 @@ static void *watch_thread(void *arg)
 		ssize_t n = read(w->fanotify_fd, buf, EVENT_BUF_BYTES);
 		if (n <= 0)
 			continue; /* EAGAIN, EINTR */
-		const struct fanotify_event_metadata *m = (const void *)buf;
-		size_t len = (size_t)n;
-		for (; FAN_EVENT_OK(m, len); m = FAN_EVENT_NEXT(m, len)) {
-			if (m->vers != FANOTIFY_METADATA_VERSION)
+		for (size_t at = 0; at + sizeof(struct fanotify_event_metadata) <= (size_t)n;) {
+			struct fanotify_event_metadata m;
+			memcpy(&m, buf + at, sizeof(m));
+			if (m.vers != FANOTIFY_METADATA_VERSION || m.event_len < sizeof(m) ||
+			    m.event_len > (size_t)n - at)
 				break;
-			handle_event(w, m);
+			handle_event(w, buf + at, m.event_len);
+			at += m.event_len;
 		}
 		nanosleep(&(struct timespec){.tv_nsec = BATCH_WAIT_NS}, NULL);
 	}
