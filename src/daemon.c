@@ -610,8 +610,10 @@ int daemon_run(const struct daemon_options *o)
 	fuse_loop_cfg_set_clone_fd(loop, 0);
 	fuse_loop_cfg_set_max_threads(loop, 64);
 	/* Last before the loop: it notifies through the session, so it stops right after. */
-	if (fs_watch_backing(fs, err, sizeof(err)) != 0)
-		fuse_log(FUSE_LOG_INFO, "fusesched: changes beside the mount are not watched (%s); "
+	if (fs_watch_backing(fs, err, sizeof(err)) == 0)
+		stats_publish_watch_timeout(stats, (uint32_t)fo.watch_timeout_s);
+	else
+		fuse_log(FUSE_LOG_NOTICE, "fusesched: changes beside the mount are not watched (%s); "
 			 "timeouts stay as set\n", err);
 	/* Mounted, engine and control socket running: ready (the PID is the
 	 * daemon's own, after fuse_daemonize, as NotifyAccess=main wants). */

@@ -23,6 +23,7 @@ struct stats {
 	atomic_uint inflight;
 	atomic_uint max_inflight;
 	atomic_uint kernel_queue_limit;
+	atomic_uint watch_timeout_s;
 	atomic_uint reserved;
 	struct stats_tenant tenants[];
 };
@@ -134,6 +135,16 @@ void stats_publish_kernel_queue(struct stats *s, uint32_t limit)
 uint32_t stats_read_kernel_queue(const struct stats *s)
 {
 	return atomic_load_explicit(&((struct stats *)s)->kernel_queue_limit, memory_order_relaxed);
+}
+
+void stats_publish_watch_timeout(struct stats *s, uint32_t seconds)
+{
+	atomic_store_explicit(&s->watch_timeout_s, seconds, memory_order_relaxed);
+}
+
+uint32_t stats_read_watch_timeout(const struct stats *s)
+{
+	return atomic_load_explicit(&((struct stats *)s)->watch_timeout_s, memory_order_relaxed);
 }
 
 void stats_read_tenant(const struct stats *s, uint32_t tenant, struct stats_tenant_snapshot *out)

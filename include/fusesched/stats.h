@@ -69,6 +69,10 @@ void stats_read_global(const struct stats *s, uint64_t *peak_rate_bytes_per_s, u
 void stats_publish_kernel_queue(struct stats *s, uint32_t limit);
 uint32_t stats_read_kernel_queue(const struct stats *s);
 
+/* How long the kernel trusts names and attributes on the watched backing filesystem (watch.h), 0: not watched. */
+void stats_publish_watch_timeout(struct stats *s, uint32_t seconds);
+uint32_t stats_read_watch_timeout(const struct stats *s);
+
 /* Latency at quantile q (0..1) from histogram buckets: the bucket's upper bound, in ns. */
 uint64_t stats_latency_quantile_ns(const uint64_t buckets[STATS_LATENCY_BUCKETS], double q);
 

@@ -32,9 +32,6 @@ int backing_watch_start(struct fs *fs, struct backing_watch **out, char *err, si
 /* The device whose changes are watched (the backing directory's st_dev). */
 dev_t backing_watch_dev(const struct backing_watch *w);
 
-/* Invalidations sent to the kernel so far (tests and stats). */
-uint64_t backing_watch_invalidations(const struct backing_watch *w);
-
 /* Stops the thread (before the session goes) and frees; NULL is fine. */
 void backing_watch_stop(struct backing_watch *w);
 

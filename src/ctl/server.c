@@ -465,6 +465,7 @@ static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 	ctl_json_add_u64(o, "max_inflight", max_inflight);
 	ctl_json_add_u64(o, "reserved_slots", reserved);
 	ctl_json_add_u64(o, "max_background", stats_read_kernel_queue(s->stats));
+	ctl_json_add_u64(o, "watch_timeout_s", stats_read_watch_timeout(s->stats));
 	ctl_json_add_u64(o, "peak_rate_bytes_per_s", peak);
 	ctl_json_add_double(o, "uptime_s", (double)(now - s->start_ns) / CTL_NS_PER_S);
 	struct ctl_row *rows;

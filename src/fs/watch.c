@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,14 +45,7 @@ struct backing_watch {
 	pid_t self;   /* the daemon's own changes are its callers', the kernel knows them */
 	dev_t dev;
 	pthread_t thread;
-	atomic_uint_fast64_t invalidations;
 };
-
-static void invalidate_attr(struct backing_watch *w, uint64_t node)
-{
-	fs_invalidate_attr(w->fs, node);
-	atomic_fetch_add(&w->invalidations, 1);
-}
 
 static uint64_t node_at(struct backing_watch *w, int dir_fd, const char *name)
 {
@@ -77,18 +69,17 @@ static void changed(struct backing_watch *w, struct file_handle *handle, const c
 	uint64_t dir = node_at(w, dir_fd, "");
 	if (!name || strcmp(name, ".") == 0) {
 		if (dir)
-			invalidate_attr(w, dir);
+			fs_invalidate_attr(w->fs, dir);
 		close(dir_fd);
 		return;
 	}
 	if (dir && (mask & NAME_EVENTS)) {
 		fuse_lowlevel_notify_inval_entry(w->fs->session, dir, name, strlen(name));
-		atomic_fetch_add(&w->invalidations, 1);
-		invalidate_attr(w, dir); /* its mtime, and its link count for a directory */
+		fs_invalidate_attr(w->fs, dir); /* its mtime, and its link count for a directory */
 	}
 	uint64_t node = node_at(w, dir_fd, name);
 	if (node)
-		invalidate_attr(w, node);
+		fs_invalidate_attr(w->fs, node);
 	close(dir_fd);
 }
 
@@ -273,11 +264,6 @@ int backing_watch_start(struct fs *fs, struct backing_watch **out, char *err, si
 dev_t backing_watch_dev(const struct backing_watch *w)
 {
 	return w->dev;
-}
-
-uint64_t backing_watch_invalidations(const struct backing_watch *w)
-{
-	return atomic_load(&w->invalidations);
 }
 
 void backing_watch_stop(struct backing_watch *w)

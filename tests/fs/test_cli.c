@@ -468,6 +468,11 @@ START_TEST(changes_beside_the_mount_are_seen_at_once)
 	ck_assert(shows(path_in("m/dir/g"), 0644, 2));
 	ck_assert(shows(path_in("m/dir/h"), 0644, 2));
 	ck_assert(shows(path_in("m/dir/new"), 0, -1));
+	static char out[1 << 16];
+	ck_assert_int_eq(run_cli(out, sizeof(out), "stat m --json"), 0);
+	const char *field = strstr(out, "\"watch_timeout_s\"");
+	ck_assert_ptr_nonnull(field);
+	ck_assert_int_eq(strtol(strchr(field, ':') + 1, NULL, 10), local ? 60 : 0);
 	long asked = traced(trace, "LOOKUP") + traced(trace, "GETATTR");
 	usleep(1500 * 1000);
 	ck_assert(shows(path_in("m/dir/f"), 0644, 2));
