@@ -37,6 +37,23 @@
  */
 #define BATCH_WAIT_NS (10u * 1000 * 1000)
 
+/*
+ * Directories outside the backing directory, by file handle: the mark
+ * covers the whole filesystem, and on a busy host most events are there
+ * (20,000 files made and removed elsewhere on the filesystem cost the
+ * thread 4 us an event, decoding and looking up each). One slot per hash,
+ * the newest wins; emptied whenever a directory moves anywhere, since only
+ * a move can bring one inside.
+ */
+#define OUTSIDE_SLOTS 512u
+
+struct outside_slot {
+	bool used;
+	int type;
+	unsigned int bytes;
+	unsigned char handle[MAX_HANDLE_SZ];
+};
+
 struct backing_watch {
 	struct fs *fs;
 	int fanotify_fd;
@@ -44,8 +61,58 @@ struct backing_watch {
 	int mount_fd; /* the backing directory, to decode file handles against */
 	pid_t self;   /* the daemon's own changes are its callers', the kernel knows them */
 	dev_t dev;
+	ino_t root_ino;
 	pthread_t thread;
+	struct outside_slot outside[OUTSIDE_SLOTS]; /* the thread's own */
 };
+
+static struct outside_slot *outside_slot_of(struct backing_watch *w, const struct file_handle *h)
+{
+	uint32_t hash = 2166136261u ^ (uint32_t)h->handle_type;
+	for (unsigned int i = 0; i < h->handle_bytes; i++)
+		hash = (hash ^ h->f_handle[i]) * 16777619u;
+	return &w->outside[hash % OUTSIDE_SLOTS];
+}
+
+static bool known_outside(struct backing_watch *w, const struct file_handle *h)
+{
+	const struct outside_slot *o = outside_slot_of(w, h);
+	return o->used && o->type == h->handle_type && o->bytes == h->handle_bytes &&
+	       memcmp(o->handle, h->f_handle, h->handle_bytes) == 0;
+}
+
+static void remember_outside(struct backing_watch *w, const struct file_handle *h)
+{
+	struct outside_slot *o = outside_slot_of(w, h);
+	o->used = true;
+	o->type = h->handle_type;
+	o->bytes = h->handle_bytes;
+	memcpy(o->handle, h->f_handle, h->handle_bytes);
+}
+
+/* Whether the directory dir_fd is the backing directory or below it: a walk up its parents. */
+static bool inside_backing(const struct backing_watch *w, int dir_fd)
+{
+	int fd = dup(dir_fd);
+	bool inside = false;
+	for (int depth = 0; fd >= 0 && depth < 4096; depth++) {
+		struct stat st, up_st;
+		if (fstat(fd, &st) < 0)
+			break;
+		if (st.st_dev == w->dev && st.st_ino == w->root_ino) {
+			inside = true;
+			break;
+		}
+		int up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		fd = up;
+		if (fd < 0 || fstat(fd, &up_st) < 0 || (up_st.st_dev == st.st_dev && up_st.st_ino == st.st_ino))
+			break; /* the filesystem's root: its own parent */
+	}
+	if (fd >= 0)
+		close(fd);
+	return inside;
+}
 
 static uint64_t node_at(struct backing_watch *w, int dir_fd, const char *name)
 {
@@ -63,10 +130,19 @@ static uint64_t node_at(struct backing_watch *w, int dir_fd, const char *name)
  */
 static void changed(struct backing_watch *w, struct file_handle *handle, const char *name, uint64_t mask)
 {
+	if (mask & FAN_ONDIR && mask & (FAN_MOVED_FROM | FAN_MOVED_TO))
+		memset(w->outside, 0, sizeof(w->outside));
+	if (known_outside(w, handle))
+		return;
 	int dir_fd = open_by_handle_at(w->mount_fd, handle, O_PATH | O_CLOEXEC);
 	if (dir_fd < 0)
 		return; /* the directory is gone: so are the kernel's names in it, at its next look */
 	uint64_t dir = node_at(w, dir_fd, "");
+	if (!dir && !inside_backing(w, dir_fd)) {
+		remember_outside(w, handle);
+		close(dir_fd);
+		return;
+	}
 	if (!name || strcmp(name, ".") == 0) {
 		if (dir)
 			fs_invalidate_attr(w->fs, dir);
@@ -180,6 +256,7 @@ static int watch_open(struct backing_watch *w, const char *path, char *err, size
 	if (fstat(w->mount_fd, &st) < 0)
 		return -errno;
 	w->dev = st.st_dev;
+	w->root_ino = st.st_ino;
 	if (!fs_fd_on_local_fs(w->mount_fd)) {
 		snprintf(err, err_bytes, "'%s' is not on a local filesystem (ext4, xfs, tmpfs): changes "
 			 "by its other clients cannot be seen", path);

@@ -500,6 +500,19 @@ START_TEST(changes_beside_the_mount_are_seen_at_once)
 		      "g2 %d, h %d", shows(path_in("m/dir/f"), 0600, 7), shows(path_in("m/dir/new"), 0644, 2),
 		      shows(path_in("m/dir/g"), 0, -1), shows(path_in("m/dir/g2"), 0644, 2),
 		      shows(path_in("m/dir/h"), 0, -1));
+
+	/* A directory moved in from elsewhere on the filesystem, where the
+	 * daemon has seen it (and learned to skip it) first, is watched once
+	 * inside. */
+	ck_assert_int_eq(test_sh("mkdir -p '%s/outside/d' && echo y > '%s/outside/d/y'", scratch, scratch), 0);
+	usleep(200 * 1000);
+	ck_assert_int_eq(test_sh("mv '%s/outside/d' '%s/b/dir/d'", scratch, scratch), 0);
+	ck_assert(shows(path_in("m/dir/d/z"), 0, -1));
+	ck_assert_int_eq(test_sh("echo z > '%s/b/dir/d/z' && chmod 644 '%s/b/dir/d/z'", scratch, scratch), 0);
+	seen = false;
+	for (int i = 0; i < 500 && !(seen = shows(path_in("m/dir/d/z"), 0644, 2)); i++)
+		usleep(10000);
+	ck_assert_msg(seen, "a file made beside the mount in a directory moved in was not seen within 5 s");
 	ck_assert_int_eq(test_sh("fusermount3 -u '%s'", m_path()), 0);
 }
 END_TEST
