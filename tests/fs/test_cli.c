@@ -320,6 +320,14 @@ START_TEST(page_cache_kept_across_opens_until_the_file_changes)
 }
 END_TEST
 
+/* Whether the scratch backing b is on a local filesystem (ext4, xfs, tmpfs), as the daemon judges it. */
+static bool backing_is_local(void)
+{
+	struct statfs sf;
+	ck_assert_int_eq(statfs(path_in("b"), &sf), 0);
+	return sf.f_type == EXT4_SUPER_MAGIC || sf.f_type == XFS_SUPER_MAGIC || sf.f_type == TMPFS_MAGIC;
+}
+
 /* Mounts backing on m in the foreground with -d and options, its request trace in trace. */
 static void mount_traced(char *trace, size_t trace_bytes, const char *backing, const char *options)
 {
@@ -383,10 +391,7 @@ static long flushes_traced(const char *trace)
 START_TEST(only_closes_that_can_fail_are_flushed)
 {
 	char trace[600], out[4096], m1[600];
-	struct statfs sf;
-	ck_assert_int_eq(statfs(path_in("b"), &sf), 0);
-	bool local = sf.f_type == EXT4_SUPER_MAGIC || sf.f_type == XFS_SUPER_MAGIC ||
-		     sf.f_type == TMPFS_MAGIC;
+	bool local = backing_is_local();
 	mount_traced(trace, sizeof(trace), "b", "");
 	writer_readers_writer();
 	ck_assert_int_eq(flushes_traced(trace), local ? 0 : 2);
@@ -457,10 +462,7 @@ static bool shows(const char *path, mode_t mode, off_t size)
 START_TEST(changes_beside_the_mount_are_seen_at_once)
 {
 	char trace[600];
-	struct statfs sf;
-	ck_assert_int_eq(statfs(path_in("b"), &sf), 0);
-	bool local = sf.f_type == EXT4_SUPER_MAGIC || sf.f_type == XFS_SUPER_MAGIC ||
-		     sf.f_type == TMPFS_MAGIC;
+	bool local = backing_is_local();
 	ck_assert_int_eq(test_sh("cd '%s/b' && mkdir dir && echo x > dir/f && chmod 644 dir/f && "
 				 "echo g > dir/g && echo h > dir/h && chmod 644 dir/g dir/h", scratch), 0);
 	mount_traced(trace, sizeof(trace), "b", "");
