@@ -22,7 +22,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The worker that read a request serves it (libfuse's loop): the flag is its own. */
@@ -108,23 +111,44 @@ static void run_deferred(void *arg)
  * copied back behind it. A worker keeps a spare while it reads large
  * writes and gives it back after SPARE_IDLE_READS reads without one, so
  * workers that serve only metadata hold no payload memory.
+ *
+ * A worker waiting in read for the next request keeps what it holds, and
+ * after a flood every worker libfuse started waits: their spares, and
+ * libfuse's buffers that large payloads were read into, would stay
+ * resident until requests came again (64 workers: 64-128 MiB). So a worker
+ * that is about to wait holding more than BUF_KEPT_BYTES arms a one-shot
+ * timer of IDLE_RELEASE_NS on its own thread; a read still waiting when it
+ * fires is interrupted (a no-op handler without SA_RESTART), and the
+ * worker gives its spare back, drops its buffer's pages (MADV_DONTNEED)
+ * and waits again holding nothing. The timer is disarmed right after the
+ * read returns, so its signal can only interrupt that read: one that fires
+ * as the read returns is delivered on the disarm's return. Workers that
+ * hold nothing (small requests) arm nothing and pay nothing.
  */
 #define PAYLOAD_HEAD_BYTES (sizeof(struct fuse_in_header) + sizeof(struct fuse_write_in))
 #define SPARE_BYTES (1u << 20)          /* the most a FUSE_WRITE carries (fs.c's max_write) */
 #define HANDOVER_MIN_BYTES (128u << 10) /* smaller payloads are cheaper copied than kept in 1 MiB */
 #define SPARE_IDLE_READS 64u
+#define BUF_KEPT_BYTES (64u << 10)      /* of libfuse's buffer, kept resident while waiting */
+#define IDLE_RELEASE_NS 1000000000l
 
 static _Thread_local void *spare;
 static _Thread_local bool spare_wanted;
 static _Thread_local unsigned spare_idle_reads;
 static _Thread_local void *payload;     /* the current write's, until fs_channel_take_payload */
 static _Thread_local size_t payload_bytes;
-static pthread_key_t spare_key;         /* gives a worker's buffers back when it exits */
-static pthread_once_t spare_key_once = PTHREAD_ONCE_INIT;
+static _Thread_local size_t buf_touched_bytes; /* of libfuse's buffer, since last dropped */
+static _Thread_local timer_t idle_timer;
+static _Thread_local bool idle_timer_made;
+static pthread_key_t worker_key;        /* gives a worker's buffers and timer back when it exits */
+static pthread_once_t worker_key_once = PTHREAD_ONCE_INIT;
 
 static void give_back_buffers(void *unused)
 {
 	(void)unused;
+	if (idle_timer_made)
+		(void)timer_delete(idle_timer);
+	idle_timer_made = false;
 	struct datapath *dp = channel_fs ? channel_fs->datapath : NULL;
 	if (!dp)
 		return;
@@ -133,9 +157,62 @@ static void give_back_buffers(void *unused)
 	spare = payload = NULL;
 }
 
-static void make_spare_key(void)
+static void make_worker_key(void)
 {
-	(void)pthread_key_create(&spare_key, give_back_buffers);
+	(void)pthread_key_create(&worker_key, give_back_buffers);
+}
+
+/* This worker's state is given back when it exits. */
+static void worker_state_taken(void)
+{
+	(void)pthread_once(&worker_key_once, make_worker_key);
+	(void)pthread_setspecific(worker_key, &worker_key); /* any non-NULL: the destructor runs */
+}
+
+static void on_idle_release(int sig)
+{
+	(void)sig; /* its only effect: the read it interrupts returns EINTR */
+}
+
+static int idle_signal(void)
+{
+	return SIGRTMIN;
+}
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+/* Arms (or with 0, disarms) this worker's idle timer; false when it has none. */
+static bool idle_timer_set(long ns)
+{
+	if (!idle_timer_made) {
+		struct sigevent ev = {.sigev_notify = SIGEV_THREAD_ID, .sigev_signo = idle_signal()};
+		ev.sigev_notify_thread_id = gettid();
+		if (timer_create(CLOCK_MONOTONIC, &ev, &idle_timer) != 0)
+			return false;
+		idle_timer_made = true;
+		worker_state_taken();
+	}
+	struct itimerspec when = {.it_value = {.tv_sec = ns / 1000000000l, .tv_nsec = ns % 1000000000l}};
+	return timer_settime(idle_timer, 0, &when, NULL) == 0;
+}
+
+/* Waited a whole IDLE_RELEASE_NS: give back the spare and the buffer's pages. */
+static void release_idle(struct datapath *dp, char *buf, size_t buf_bytes)
+{
+	if (spare) {
+		dp->payload_put(dp, spare);
+		spare = NULL;
+	}
+	spare_wanted = false;
+	spare_idle_reads = 0;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t from = ((uintptr_t)buf + BUF_KEPT_BYTES + page - 1) & ~(page - 1);
+	uintptr_t to = ((uintptr_t)buf + buf_bytes) & ~(page - 1);
+	if (to > from)
+		(void)madvise((void *)from, to - from, MADV_DONTNEED);
+	buf_touched_bytes = 0;
 }
 
 const void *fs_channel_take_payload(size_t bytes)
@@ -147,9 +224,22 @@ const void *fs_channel_take_payload(size_t bytes)
 	return p;
 }
 
+/* The spare takes the bytes libfuse's buffer would have held there. */
+static ssize_t read_into_spare(int fd, char *buf, size_t buf_bytes)
+{
+	struct iovec iov[3] = {
+		{.iov_base = buf, .iov_len = PAYLOAD_HEAD_BYTES},
+		{.iov_base = spare, .iov_len = SPARE_BYTES},
+		{.iov_base = buf + PAYLOAD_HEAD_BYTES + SPARE_BYTES,
+		 .iov_len = buf_bytes - PAYLOAD_HEAD_BYTES - SPARE_BYTES},
+	};
+	return readv(fd, iov, 3);
+}
+
 /* read(2) of one request into buf, a large write's payload into the spare. */
 static ssize_t read_request(struct datapath *dp, int fd, char *buf, size_t buf_bytes)
 {
+again:
 	if (payload) { /* read, but its write never ran (libfuse answered it) */
 		if (!spare) {
 			spare = payload;
@@ -160,26 +250,28 @@ static ssize_t read_request(struct datapath *dp, int fd, char *buf, size_t buf_b
 	}
 	if (spare_wanted && !spare && dp->payload_get && buf_bytes >= PAYLOAD_HEAD_BYTES + SPARE_BYTES) {
 		spare = dp->payload_get(dp, SPARE_BYTES);
-		(void)pthread_once(&spare_key_once, make_spare_key);
-		(void)pthread_setspecific(spare_key, spare);
+		worker_state_taken();
 	}
-	ssize_t n;
+	bool timed = (spare || buf_touched_bytes > BUF_KEPT_BYTES) && idle_timer_set(IDLE_RELEASE_NS);
+	ssize_t n = spare ? read_into_spare(fd, buf, buf_bytes) : read(fd, buf, buf_bytes);
+	if (timed) {
+		int read_errno = errno;
+		(void)idle_timer_set(0);
+		errno = read_errno;
+	}
+	if (n < 0 && errno == EINTR && timed) {
+		release_idle(dp, buf, buf_bytes);
+		goto again; /* holding nothing: an untimed read */
+	}
 	if (!spare) {
-		n = read(fd, buf, buf_bytes);
+		if (n > 0 && (size_t)n > buf_touched_bytes)
+			buf_touched_bytes = (size_t)n;
 		const struct fuse_in_header *h = (const void *)buf;
 		if (dp->payload_get && n >= (ssize_t)(PAYLOAD_HEAD_BYTES + HANDOVER_MIN_BYTES) &&
 		    h->opcode == FUSE_WRITE)
 			spare_wanted = true; /* from the next read on */
 		return n;
 	}
-	/* The spare takes the bytes libfuse's buffer would have held there. */
-	struct iovec iov[3] = {
-		{.iov_base = buf, .iov_len = PAYLOAD_HEAD_BYTES},
-		{.iov_base = spare, .iov_len = SPARE_BYTES},
-		{.iov_base = buf + PAYLOAD_HEAD_BYTES + SPARE_BYTES,
-		 .iov_len = buf_bytes - PAYLOAD_HEAD_BYTES - SPARE_BYTES},
-	};
-	n = readv(fd, iov, 3);
 	if (n <= (ssize_t)PAYLOAD_HEAD_BYTES)
 		return n;
 	size_t spilled = (size_t)n - PAYLOAD_HEAD_BYTES;
@@ -193,6 +285,8 @@ static ssize_t read_request(struct datapath *dp, int fd, char *buf, size_t buf_b
 		return n;
 	}
 	memcpy(buf + PAYLOAD_HEAD_BYTES, spare, spilled < SPARE_BYTES ? spilled : SPARE_BYTES);
+	if ((size_t)n > buf_touched_bytes)
+		buf_touched_bytes = (size_t)n;
 	if (++spare_idle_reads >= SPARE_IDLE_READS) {
 		dp->payload_put(dp, spare);
 		spare = NULL;
@@ -276,5 +370,9 @@ int fs_attach_channel(struct fs *fs, struct fuse_session *se)
 	fs->session = se;
 	channel_fs = fs;
 	static const struct fuse_custom_io io = {.read = channel_read, .writev = channel_writev};
+	struct sigaction on_idle = {.sa_handler = on_idle_release}; /* no SA_RESTART: the read ends */
+	sigemptyset(&on_idle.sa_mask);
+	if (sigaction(idle_signal(), &on_idle, NULL) != 0)
+		return -1;
 	return fuse_session_custom_io(se, &io, fuse_session_fd(se));
 }
