@@ -136,6 +136,7 @@ struct sched_req {
 	/* private to the scheduler; enqueue_ns may be read after completion */
 	struct sched_link link;		/* in its queue's (fifo: the scheduler's) request list */
 	uint64_t enqueue_ns, dispatch_ns, charge_bytes;
+	uint64_t store_share_start;	/* the scheduler's store share sum at dispatch */
 	uint32_t others_inflight;	/* other tenants' requests at the store at dispatch */
 };
 

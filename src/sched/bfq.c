@@ -69,18 +69,22 @@ static void queue_charge(struct sched *s, struct sched_queue *q, uint64_t bytes)
  * time it held, at the slot rate (the fastest one request has moved bytes:
  * the store's time in bytes), and never less than its bytes, which it is
  * charged at dispatch. Never a minimum per request, which would bill small
- * fast requests for store time they did not hold. The store time held is
- * what such a request of its queue costs (sched_learn_cost), not its own
- * time in flight: that also holds what the host added (completions reaped
- * late, in batches) and the wait behind others at a busy store, alike for
- * a 4 KiB request and a 1 MiB one. */
+ * fast requests for store time they did not hold. */
 static uint64_t time_charge_extra(const struct sched *s, const struct sched_req *r,
-				  uint64_t cost_ns)
+				  uint64_t share_ns)
 {
 	if (!s->p.charge_by_time && r->op != SCHED_OP_FSYNC && r->op != SCHED_OP_FDATASYNC &&
 	    r->op != SCHED_OP_OTHER)
 		return 0;
-	uint64_t t = cost_ns / 1000 * s->rate.slot_bytes_per_s / 1000000;
+	/* With others in flight the store was shared: the request pays for its
+	 * store share (its time in flight split evenly, moment by moment, among
+	 * everything in flight), so waiting behind others is not billed as use.
+	 * Dividing its whole service time by the number in flight at dispatch
+	 * would bill the first requests of a batch for the whole batch: the
+	 * engine dispatches a batch at one instant and reaps it together, the
+	 * first of it are the in-service tenant's, and the heavier a tenant, the
+	 * more it would pay per byte. */
+	uint64_t t = share_ns / 1000 * s->rate.slot_bytes_per_s / 1000000;
 	return t > r->charge_bytes ? t - r->charge_bytes : 0;
 }
 
@@ -324,15 +328,14 @@ static void bfq_enqueue(struct sched *s, struct sched_queue *q, struct sched_req
 static void bfq_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
 {
 	struct sched_queue *q = r->queue;
-	sched_req_finish(s, r);
-	uint64_t cost_ns = sched_learn_cost(q, r, now_ns);
+	uint64_t share_ns = sched_req_finish(s, r, now_ns);
 	bool cycle_slowed = sched_learn_cycle(s, q, r, now_ns);
 	if (sched_req_settle(s, q, r, now_ns)) {
 		sched_deep_emptied(s, q, now_ns);
 		sched_reserve_join(s, q, now_ns);
 	}
 	sched_gap_update(s, q);
-	queue_charge(s, q, time_charge_extra(s, r, cost_ns));
+	queue_charge(s, q, time_charge_extra(s, r, share_ns));
 	sched_learn_inject_limit(s, q, r, cycle_slowed, now_ns);
 	sched_bfq_weight_drop(s, q);
 	if (q == s->in_service && !queue_busy(q)) {

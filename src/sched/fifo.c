@@ -26,7 +26,7 @@ static struct sched_req *fifo_dispatch(struct sched *s, uint64_t now_ns)
 static void fifo_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
 {
 	struct sched_queue *q = r->queue;
-	sched_req_finish(s, r);
+	sched_req_finish(s, r, now_ns);
 	sched_req_settle(s, q, r, now_ns);
 	sched_queue_free_if_done(s, q);
 }

@@ -4,8 +4,6 @@
  * in; nothing here decides, the policy reads these. */
 #include "sched_internal.h"
 
-#include <string.h>
-
 #define NS_PER_S 1000000000ull
 
 /* 7/8 old, 1/8 new: the EWMA of think times. */
@@ -144,62 +142,6 @@ void sched_learn_completion(struct sched *s, struct sched_queue *q, const struct
 	s->recent[s->recent_next] = (struct recent_completion){ q->tenant_id, now_ns };
 	s->recent_next = (s->recent_next + 1) % RECENT_COMPLETIONS;
 	rate_learn(s, r, now_ns);
-}
-
-/* ---- request costs ----
- *
- * A request's time in flight is the store's time for it plus what the host
- * adds: through a loaded FUSE daemon, completions reaped in batches a
- * millisecond apart. Billed as store time, that wait cost a 4 KiB write as
- * much as a 1 MiB one beside it, and a light tenant of small requests next
- * to a heavy one of large requests was charged many times its store time
- * and got a tenth of its share. What the store needs for a request is near
- * the least time in flight such requests take: some completions are always
- * reaped at once. So each queue keeps, per kind and size, the least time
- * in flight of its latest requests, and a request is charged that. Taken
- * over a number of requests, not a time: the least of more samples is
- * lower, and a heavier tenant, with more requests in a second, would pay
- * less per byte. In blocks of COST_SAMPLES, the least of this block and
- * the last, so a queue whose requests become costlier pays for it within
- * two blocks. Per queue, since the same size costs one tenant's random
- * reads more than another's sequential ones. */
-#define COST_WINDOW_NS 1000000000ull
-
-static uint32_t cost_size(uint64_t bytes)
-{
-	if (!bytes)
-		return 0;
-	uint32_t b = 1;
-	for (uint64_t unit = 4096; unit < bytes && b < COST_SIZES - 1; unit <<= 1)
-		b++;
-	return b;
-}
-
-static uint32_t cost_kind(enum sched_op op)
-{
-	return op == SCHED_OP_READ ? 0 : op == SCHED_OP_WRITE ? 1 : 2;
-}
-
-uint64_t sched_learn_cost(struct sched_queue *q, const struct sched_req *r, uint64_t now_ns)
-{
-	struct queue_cost *c = &q->cost;
-	if (now_ns - c->window_start_ns >= COST_WINDOW_NS) {
-		if (now_ns - c->window_start_ns >= 2 * COST_WINDOW_NS)
-			memset(c->last_ns, 0, sizeof(c->last_ns));
-		else
-			memcpy(c->last_ns, c->now_ns, sizeof(c->last_ns));
-		memset(c->now_ns, 0, sizeof(c->now_ns));
-		c->window_start_ns = now_ns;
-	}
-	uint64_t svc = now_ns > r->dispatch_ns ? now_ns - r->dispatch_ns : 0;
-	uint32_t seen = svc > UINT32_MAX ? UINT32_MAX : svc ? (uint32_t)svc : 1;
-	uint32_t k = cost_kind(r->op), b = cost_size(r->bytes);
-	if (!c->now_ns[k][b] || seen < c->now_ns[k][b])
-		c->now_ns[k][b] = seen;
-	uint32_t least = c->now_ns[k][b];
-	if (c->last_ns[k][b] && c->last_ns[k][b] < least)
-		least = c->last_ns[k][b];
-	return least;
 }
 
 /* ---- cycles ----

@@ -210,6 +210,32 @@ void sched_queue_stats(const struct sched_queue *q, struct sched_queue_stats *st
 
 /* ---- requests ---- */
 
+/* How many requests the store serves at once without slowing each other:
+ * its peak rate over the fastest one request's rate, both learned
+ * (learn.c), within 1..max_inflight. */
+static uint64_t store_parallelism(const struct sched *s)
+{
+	uint64_t slot = s->rate.slot_bytes_per_s;
+	uint64_t par = slot ? (s->rate.peak_bytes_per_s + slot / 2) / slot : 1;
+	if (par < 1)
+		par = 1;
+	return par > s->p.max_inflight ? s->p.max_inflight : par;
+}
+
+/* Before the number in flight changes: the time since the last change.
+ * Up to the store's parallelism each request had a slot of its own; past
+ * it they shared what there was, so waiting behind others is not billed as
+ * use. */
+static void store_share_advance(struct sched *s, uint64_t now_ns)
+{
+	if (s->inflight && now_ns > s->store_share_last_ns) {
+		uint64_t par = store_parallelism(s);
+		uint64_t dt = (now_ns - s->store_share_last_ns) << STORE_SHARE_SHIFT;
+		s->store_share += s->inflight <= par ? dt : dt / s->inflight * par;
+	}
+	s->store_share_last_ns = now_ns;
+}
+
 void sched_enqueue(struct sched *s, struct sched_req *r, uint64_t now_ns)
 {
 	struct sched_queue *q = r->queue;
@@ -230,6 +256,8 @@ void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r
 	sched_list_remove(&r->link);
 	q->pending--;
 	s->pending--;
+	store_share_advance(s, now_ns);
+	r->store_share_start = s->store_share;
 	r->dispatch_ns = now_ns;
 	r->others_inflight = s->inflight - q->inflight;
 	s->dispatch_seq++;
@@ -245,15 +273,18 @@ struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns)
 	return s->ops->dispatch(s, now_ns);
 }
 
-void sched_req_finish(struct sched *s, struct sched_req *r)
+uint64_t sched_req_finish(struct sched *s, struct sched_req *r, uint64_t now_ns)
 {
 	struct sched_queue *q = r->queue;
+	store_share_advance(s, now_ns);
+	uint64_t share_ns = (s->store_share - r->store_share_start) >> STORE_SHARE_SHIFT;
 	s->nmulti -= q->pending + q->inflight == 2;
 	q->inflight--;
 	s->inflight--;
 	s->async_inflight -= !r->sync;
 	q->stats.served_ops++;
 	q->stats.served_bytes += r->bytes;
+	return share_ns;
 }
 
 bool sched_req_settle(struct sched *s, struct sched_queue *q, const struct sched_req *r,

@@ -80,6 +80,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Fraction bits of the store share sum: a 32-deep store's 1/32 of a
+ * nanosecond is kept, and the sum wraps only after 2^48 ns (78 hours),
+ * which unsigned differences survive anyway. */
+#define STORE_SHARE_SHIFT 16
 /* Completions remembered for waker detection. */
 #define RECENT_COMPLETIONS 4u
 
@@ -132,15 +136,6 @@ struct queue_inject {
 	uint32_t svc_samples;		/* ... of this many */
 	uint32_t limit;			/* others' requests that may be in flight */
 	uint64_t limit_zero_ns;		/* when the limit last dropped to 0 */
-};
-
-/* What a queue's requests of each kind and size cost the store: the least
- * time in flight seen in this window and the last (learn.c). 0: none seen. */
-#define COST_KINDS 3	/* read, write, barrier and other */
-#define COST_SIZES 10	/* no bytes, up to 4 KiB, 8 KiB, ... 1 MiB and more */
-struct queue_cost {
-	uint32_t now_ns[COST_KINDS][COST_SIZES], last_ns[COST_KINDS][COST_SIZES];
-	uint64_t window_start_ns;
 };
 
 /* Waker detection (learn.c). */
@@ -213,7 +208,6 @@ struct sched_queue {
 	struct queue_cycle cycle;
 	struct queue_inject inject;
 	struct queue_waker waker;
-	struct queue_cost cost;
 	struct queue_counters stats;
 };
 
@@ -268,6 +262,11 @@ struct sched {
 	uint64_t last_sync_ns;		/* last sync arrival, 0: none yet */
 	uint64_t dispatch_seq, inject_seq;	/* requests dispatched, injected so far */
 	uint64_t waker_inject_seq;	/* of those injected, as a waker */
+
+	/* Sum over time of (time passed / requests in flight), in ns <<
+	 * STORE_SHARE_SHIFT: a request's store share is its advance over the
+	 * request's flight. */
+	uint64_t store_share, store_share_last_ns;
 
 	struct store_rate rate;
 	struct recent_completion recent[RECENT_COMPLETIONS];
@@ -340,8 +339,8 @@ static inline struct sched_req *queue_head(struct sched_queue *q)
 /* sched.c: per request, for every policy. */
 /* q's request r goes to the store (no longer counted as pending). */
 void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r, uint64_t now_ns);
-/* The store gave r back: the counters. */
-void sched_req_finish(struct sched *s, struct sched_req *r);
+/* The store gave r back: the counters. Returns r's store share in ns. */
+uint64_t sched_req_finish(struct sched *s, struct sched_req *r, uint64_t now_ns);
 /* After the policy's own learning from the completion, which needs the
  * state before it: what every policy learns from it (q's completion time,
  * wakers, the rate) and q's busy count. Returns true when q is no longer
@@ -376,8 +375,6 @@ void sched_tree_free_all(struct sched *s);
  * time and its waker; if it was, it is not one request at a time. */
 void sched_learn_arrival(struct sched *s, struct sched_queue *q, uint64_t now_ns);
 /* q's completion time (think time), tenant and time (wakers), bytes (rate). */
-/* What r cost the store, learned from it and q's like requests (learn.c). */
-uint64_t sched_learn_cost(struct sched_queue *q, const struct sched_req *r, uint64_t now_ns);
 void sched_learn_completion(struct sched *s, struct sched_queue *q, const struct sched_req *r,
 			    uint64_t now_ns);
 /* Before q's completion time moves. Returns true when q's cycle was slowed
