@@ -142,6 +142,13 @@ void sim_matrix_shape(uint64_t seed, struct sim_scenario *sc)
 	sc->ntenants = 2 + gen_below(&g, 7);
 	for (uint32_t i = 0; i < sc->ntenants; i++)
 		tenant_draw(&g, &sc->t[i], fuse, sc->ngroups);
+	/* In a quarter of the shapes the store serves fewer requests at once
+	 * than the scheduler sends (max_inflight set above the store's
+	 * parallelism, as its default can be): the rest wait in the store's
+	 * own queue. Drawn last, so the other draws of a seed stay as they
+	 * were. */
+	if (gen_chance(&g, 0.25))
+		sc->dev.slots = 1 + gen_below(&g, sc->max_inflight / 4);
 }
 
 static int put(char *buf, size_t n, size_t *at, const char *fmt, ...)
@@ -189,6 +196,8 @@ void sim_matrix_describe(const struct sim_scenario *sc, char *buf, size_t n)
 	size_t at = 0;
 	buf[0] = 0;
 	put(buf, n, &at, "%s", sc->host.reactor_wake_ns ? "fuse" : "fast");
+	if (sc->dev.slots < sc->max_inflight)
+		put(buf, n, &at, " q%u", sc->dev.slots);
 	for (uint32_t k = 0; k < sc->ngroups; k++) {
 		put(buf, n, &at, " p%u@%u", k + 1, sc->g[k].weight);
 		if (sc->g[k].parent)

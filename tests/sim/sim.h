@@ -252,7 +252,9 @@ void sim_params_bfq_fixed_idle(struct sched_params *p);
  * or up to 1 ms; some with caller threads that stall for a CPU; in a third
  * of the shapes 1..3 pods (sometimes nested) holding most tenants; in front
  * of the bare fast store (16 slots) or S4_fuse's loaded FUSE host (32
- * slots, batched reaping). 1 s of warm-up, then SIM_MATRIX_WINDOWS windows
+ * slots, batched reaping), in a quarter of the shapes with a store of 1 to
+ * a quarter of those slots (the rest of the scheduler's depth waits in the
+ * store's own queue). 1 s of warm-up, then SIM_MATRIX_WINDOWS windows
  * of 1 s (sc->w).
  *
  * The properties (sim_matrix_check), each window on its own (share,
