@@ -198,15 +198,19 @@ static bool idle_timer_set(long ns)
 	return timer_settime(idle_timer, 0, &when, NULL) == 0;
 }
 
+/* The worker stops keeping a spare until large writes come again. */
+static void spare_drop(struct datapath *dp)
+{
+	dp->payload_put(dp, spare);
+	spare = NULL;
+	spare_wanted = false;
+	spare_idle_reads = 0;
+}
+
 /* Waited a whole IDLE_RELEASE_NS: give back the spare and the buffer's pages. */
 static void release_idle(struct datapath *dp, char *buf, size_t buf_bytes)
 {
-	if (spare) {
-		dp->payload_put(dp, spare);
-		spare = NULL;
-	}
-	spare_wanted = false;
-	spare_idle_reads = 0;
+	spare_drop(dp);
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t from = ((uintptr_t)buf + BUF_KEPT_BYTES + page - 1) & ~(page - 1);
 	uintptr_t to = ((uintptr_t)buf + buf_bytes) & ~(page - 1);
@@ -287,12 +291,8 @@ again:
 	memcpy(buf + PAYLOAD_HEAD_BYTES, spare, spilled < SPARE_BYTES ? spilled : SPARE_BYTES);
 	if ((size_t)n > buf_touched_bytes)
 		buf_touched_bytes = (size_t)n;
-	if (++spare_idle_reads >= SPARE_IDLE_READS) {
-		dp->payload_put(dp, spare);
-		spare = NULL;
-		spare_wanted = false;
-		spare_idle_reads = 0;
-	}
+	if (++spare_idle_reads >= SPARE_IDLE_READS)
+		spare_drop(dp);
 	return n;
 }
 
