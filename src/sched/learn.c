@@ -4,6 +4,8 @@
  * in; nothing here decides, the policy reads these. */
 #include "sched_internal.h"
 
+#include <string.h>
+
 #define NS_PER_S 1000000000ull
 
 /* 7/8 old, 1/8 new: the EWMA of think times. */
@@ -99,12 +101,68 @@ void sched_learn_arrival(struct sched *s, struct sched_queue *q, uint64_t now_ns
 	waker_detect(s, q, now_ns);
 }
 
-/* ---- the store's rate ---- */
+/* ---- what a request needs of the store ----
+ *
+ * A request's time in flight is the store's time for it plus waits: behind
+ * others in the store's own queue, and, through a loaded daemon, a reap
+ * that comes late. What the store needs for a request is near the least
+ * time in flight its like requests (same queue, kind and size) take: some
+ * of them always find a free slot and are reaped at once. The least of this
+ * window and the last, so a store that becomes slower is seen within two. */
+#define COST_WINDOW_NS 1000000000ull
+
+static uint32_t cost_size(uint64_t bytes)
+{
+	if (!bytes)
+		return 0;
+	uint32_t b = 1;
+	for (uint64_t unit = 4096; unit < bytes && b < COST_SIZES - 1; unit <<= 1)
+		b++;
+	return b;
+}
+
+static uint32_t cost_kind(enum sched_op op)
+{
+	return op == SCHED_OP_READ ? 0 : op == SCHED_OP_WRITE ? 1 : 2;
+}
+
+static uint64_t least_in_flight(struct sched_queue *q, const struct sched_req *r, uint64_t now_ns)
+{
+	struct queue_cost *c = &q->cost;
+	if (now_ns - c->window_start_ns >= COST_WINDOW_NS) {
+		if (now_ns - c->window_start_ns >= 2 * COST_WINDOW_NS)
+			memset(c->last_ns, 0, sizeof(c->last_ns));
+		else
+			memcpy(c->last_ns, c->now_ns, sizeof(c->last_ns));
+		memset(c->now_ns, 0, sizeof(c->now_ns));
+		c->window_start_ns = now_ns;
+	}
+	uint64_t flight = now_ns > r->dispatch_ns ? now_ns - r->dispatch_ns : 0;
+	uint32_t seen = flight > UINT32_MAX ? UINT32_MAX : flight ? (uint32_t)flight : 1;
+	uint32_t k = cost_kind(r->op), b = cost_size(r->bytes);
+	if (!c->now_ns[k][b] || seen < c->now_ns[k][b])
+		c->now_ns[k][b] = seen;
+	uint32_t least = c->now_ns[k][b];
+	if (c->last_ns[k][b] && c->last_ns[k][b] < least)
+		least = c->last_ns[k][b];
+	return least;
+}
+
+/* ---- the store's rate and parallelism ---- */
 
 /* The slot rate (one request's bytes per second) converts store time into
  * bytes for requests charged by time; the peak rate sizes the largest budget
- * to what the store moves in budget_timeout_ns. */
-static void rate_learn(struct sched *s, const struct sched_req *r, uint64_t now_ns)
+ * to what the store moves in budget_timeout_ns. The parallelism is how many
+ * requests the store serves at once: by Little's law, the store time its
+ * completions needed (their least times in flight) per unit of time, at its
+ * most over a peak window. Not the peak rate over the slot rate: the slot
+ * rate is that of the kind that moves bytes fastest, and beside a slower
+ * kind (small dsync writes next to reads) that ratio was a quarter of the
+ * store, so each request's time was split four times too many ways and a
+ * tenant of fast requests paid its bytes, four times its time, per unit of
+ * store time. */
+static void rate_learn(struct sched *s, struct sched_queue *q, const struct sched_req *r,
+		       uint64_t now_ns)
 {
 	struct store_rate *st = &s->rate;
 	uint64_t svc_ns = now_ns - r->dispatch_ns;
@@ -114,11 +172,14 @@ static void rate_learn(struct sched *s, const struct sched_req *r, uint64_t now_
 		if (one > st->slot_bytes_per_s)
 			st->slot_bytes_per_s += (one - st->slot_bytes_per_s) / 8 + 1;
 	}
+	uint64_t least = least_in_flight(q, r, now_ns);
 	if (!st->window_start_ns || now_ns < st->window_start_ns) {
 		st->window_start_ns = now_ns;
 		st->window_bytes = 0;
+		st->window_least_ns = 0;
 	}
 	st->window_bytes += r->bytes;
+	st->window_least_ns += least;
 	uint64_t span = now_ns - st->window_start_ns;
 	if (span < s->p.peak_window_ns)
 		return;
@@ -130,8 +191,12 @@ static void rate_learn(struct sched *s, const struct sched_req *r, uint64_t now_
 			mb = s->p.budget_min_bytes;
 		st->max_budget_bytes = mb > s->p.budget_max_bytes ? s->p.budget_max_bytes : mb;
 	}
+	uint64_t par = st->window_least_ns * 256 / span;
+	if (par > st->parallelism_256)
+		st->parallelism_256 += (par - st->parallelism_256) / 2 + 1;
 	st->window_start_ns = now_ns;
 	st->window_bytes = 0;
+	st->window_least_ns = 0;
 }
 
 void sched_learn_completion(struct sched *s, struct sched_queue *q, const struct sched_req *r,
@@ -141,7 +206,7 @@ void sched_learn_completion(struct sched *s, struct sched_queue *q, const struct
 	q->think.completed = true;
 	s->recent[s->recent_next] = (struct recent_completion){ q->tenant_id, now_ns };
 	s->recent_next = (s->recent_next + 1) % RECENT_COMPLETIONS;
-	rate_learn(s, r, now_ns);
+	rate_learn(s, q, r, now_ns);
 }
 
 /* ---- cycles ----

@@ -210,13 +210,11 @@ void sched_queue_stats(const struct sched_queue *q, struct sched_queue_stats *st
 
 /* ---- requests ---- */
 
-/* How many requests the store serves at once without slowing each other:
- * its peak rate over the fastest one request's rate, both learned
- * (learn.c), within 1..max_inflight. */
+/* How many requests the store serves at once (learn.c), within
+ * 1..max_inflight. */
 static uint64_t store_parallelism(const struct sched *s)
 {
-	uint64_t slot = s->rate.slot_bytes_per_s;
-	uint64_t par = slot ? (s->rate.peak_bytes_per_s + slot / 2) / slot : 1;
+	uint64_t par = (s->rate.parallelism_256 + 128) / 256;
 	if (par < 1)
 		par = 1;
 	return par > s->p.max_inflight ? s->p.max_inflight : par;

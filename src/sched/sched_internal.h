@@ -138,6 +138,17 @@ struct queue_inject {
 	uint64_t limit_zero_ns;		/* when the limit last dropped to 0 */
 };
 
+/* What a queue's requests of each kind and size need of the store: the
+ * least time in flight seen in this window and the last (learn.c). 0: none
+ * seen. Per queue, since the same size costs one tenant's random reads more
+ * than another's sequential ones. */
+#define COST_KINDS 3	/* read, write, barrier and other */
+#define COST_SIZES 10	/* no bytes, up to 4 KiB, 8 KiB, ... 1 MiB and more */
+struct queue_cost {
+	uint32_t now_ns[COST_KINDS][COST_SIZES], last_ns[COST_KINDS][COST_SIZES];
+	uint64_t window_start_ns;
+};
+
 /* Waker detection (learn.c). */
 struct queue_waker {
 	bool known;			/* id is its waker */
@@ -208,6 +219,7 @@ struct sched_queue {
 	struct queue_cycle cycle;
 	struct queue_inject inject;
 	struct queue_waker waker;
+	struct queue_cost cost;
 	struct queue_counters stats;
 };
 
@@ -232,6 +244,10 @@ struct store_rate {
 	uint64_t peak_bytes_per_s;	/* the whole store, over peak_window_ns */
 	uint64_t slot_bytes_per_s;	/* one request: converts store time to bytes */
 	uint64_t window_start_ns, window_bytes;
+	uint64_t window_least_ns;	/* the window's requests' least times in flight */
+	/* Requests the store has been seen serving at once, in 1/256: the most
+	 * least-time-in-flight per unit of time over a peak window. */
+	uint64_t parallelism_256;
 	uint64_t max_budget_bytes;	/* what a slice can use in budget_timeout_ns */
 };
 

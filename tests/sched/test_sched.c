@@ -646,6 +646,69 @@ START_TEST(time_charge_shared_within_batch)
 }
 END_TEST
 
+/* A store of 8 slots that serves every request at once, two kinds beside
+ * each other: 8 KiB reads of 150 us and 4 KiB sync writes of 300 us, the
+ * reads moving bytes fastest. Each tenant pays the same per unit of store
+ * time it held: the store's parallelism is what it serves at once (8), not
+ * its peak rate over the reads' rate, which beside the slower writes says
+ * 5 and split every request's time that many ways, so that the reads paid
+ * their bytes, more than their time, and the writes less. */
+START_TEST(time_charge_alike_across_kinds)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 8);
+	struct sched_queue *q[2] = { queue(s, 1, 100), queue(s, 2, 100) };
+	static struct sched_req pool[16];
+	struct sched_req *at_store[8];
+	uint64_t done_at[8], held_ns[2] = { 0, 0 };
+	struct sched_queue_stats before[2], after[2];
+	uint32_t n = 0;
+	uint64_t now = 0;
+	for (int i = 0; i < 16; i++) {	/* both backlogged, 8 queued each */
+		req_init(&pool[i], q[i % 2], i % 2 ? SCHED_OP_WRITE : SCHED_OP_READ,
+			 i % 2 ? 4096 : 8192);
+		pool[i].sync = true;
+		sched_enqueue(s, &pool[i], now);
+	}
+	for (int c = 0; c < 6000; c++) {
+		struct sched_req *r;
+		while (n < 8 && (r = sched_dispatch(s, now))) {
+			at_store[n] = r;
+			done_at[n++] = now + (r->op == SCHED_OP_READ ? 150 : 300) * US;
+		}
+		ck_assert_uint_gt(n, 0);
+		uint32_t first = 0;
+		for (uint32_t i = 1; i < n; i++)
+			if (done_at[i] < done_at[first])
+				first = i;
+		r = at_store[first];
+		now = done_at[first];
+		int k = r->queue == q[1];
+		if (c == 2000)	/* rates learned: measure from here */
+			for (int j = 0; j < 2; j++) {
+				sched_queue_stats(q[j], &before[j]);
+				held_ns[j] = 0;
+			}
+		held_ns[k] += (r->op == SCHED_OP_READ ? 150 : 300) * US;
+		sched_complete(s, r, now);
+		at_store[first] = at_store[--n];
+		done_at[first] = done_at[n];
+		enum sched_op op = r->op;
+		req_init(r, q[k], op, op == SCHED_OP_READ ? 8192 : 4096);
+		r->sync = true;
+		sched_enqueue(s, r, now);
+	}
+	double per_ns[2];
+	for (int j = 0; j < 2; j++) {
+		sched_queue_stats(q[j], &after[j]);
+		per_ns[j] = (double)(after[j].charged_bytes - before[j].charged_bytes) /
+			    (double)held_ns[j];
+	}
+	ck_assert_double_lt(per_ns[0], per_ns[1] * 1.1);
+	ck_assert_double_gt(per_ns[0], per_ns[1] * 0.9);
+	sched_free(s);
+}
+END_TEST
+
 /* Dispatches and completes at depth 1, without refilling, until the
  * scheduler hands out nothing more now; returns the bytes served. */
 static uint64_t serve_while_dispatching(struct sched *s, uint64_t *now)
@@ -1497,6 +1560,7 @@ int main(void)
 	tcase_add_test(tc, injection_backs_off_when_cycles_slow);
 	tcase_add_test(tc, fsync_charged_by_time_held);
 	tcase_add_test(tc, time_charge_shared_within_batch);
+	tcase_add_test(tc, time_charge_alike_across_kinds);
 	tcase_add_test(tc, deep_tenant_away_keeps_place);
 	tcase_add_test(tc, reserve_keeps_a_slot_for_a_light_tenant);
 	tcase_add_test(tc, s6_engine_matches_reference);
