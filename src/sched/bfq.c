@@ -226,7 +226,7 @@ struct sched_req *sched_bfq_take(struct sched *s, struct sched_queue *q, int kin
 {
 	struct sched_req *r = queue_head(q);
 	sched_req_start(s, q, r, now_ns);
-	sched_deep_note(s, q);
+	sched_deep_note(s, q, now_ns);
 	r->charge_bytes = req_is_rw(r) ? r->bytes : 0;
 	if (kind >= 0) {
 		q->stats.injected_ops[kind]++;

@@ -12,18 +12,41 @@
  * a streaming writer's whole backlog at the store. */
 #include "sched_internal.h"
 
-/* Every change of q->depth, so that gap_wsum stays the gapped queues' sum. */
+/* Every change of q->depth, so that gap_wsum and gap_queues stay the
+ * gapped queues'. */
 static void deep_set(struct sched *s, struct sched_queue *q, enum queue_depth d)
 {
-	if (q->depth == QUEUE_IN_GAP)
+	if (q->depth == QUEUE_IN_GAP) {
 		s->gap_wsum -= q->ent.weight;
-	if (d == QUEUE_IN_GAP)
+		sched_list_remove(&q->gap_link);
+	}
+	if (d == QUEUE_IN_GAP) {
 		s->gap_wsum += q->ent.weight;
+		sched_list_add_tail(&s->gap_queues, &q->gap_link);
+	}
 	q->depth = d;
 }
 
-void sched_deep_note(struct sched *s, struct sched_queue *q)
+/* The most a queue has had at once is remembered for a window and the
+ * next: long enough to span a deep tenant's batches through FUSE, whose
+ * callers come back a few at a time. */
+#define DEPTH_WINDOW_NS 1000000000ull
+
+static uint32_t depth_max(const struct sched_queue *q)
 {
+	return q->depth_max_now > q->depth_max_last ? q->depth_max_now : q->depth_max_last;
+}
+
+void sched_deep_note(struct sched *s, struct sched_queue *q, uint64_t now_ns)
+{
+	if (now_ns - q->depth_window_start_ns >= DEPTH_WINDOW_NS) {
+		q->depth_max_last = now_ns - q->depth_window_start_ns < 2 * DEPTH_WINDOW_NS
+					    ? q->depth_max_now : 0;
+		q->depth_max_now = 0;
+		q->depth_window_start_ns = now_ns;
+	}
+	if (q->pending + q->inflight > q->depth_max_now)
+		q->depth_max_now = q->pending + q->inflight;
 	if (q->depth == QUEUE_SHALLOW && q->last_sync && s->p.hold_depth_pct &&
 	    q->inflight >= s->p.hold_min_inflight &&
 	    (uint64_t)q->inflight * 100 >= (uint64_t)sched_bfq_cap(s, q) * s->p.hold_depth_pct)
@@ -32,14 +55,45 @@ void sched_deep_note(struct sched *s, struct sched_queue *q)
 
 /* ---- the gap ---- */
 
+uint32_t sched_deep_claim(const struct sched *s, const struct sched_queue *q)
+{
+	uint32_t cap = sched_bfq_cap(s, q);
+	uint32_t most = depth_max(q) < cap ? depth_max(q) : cap;
+	return most > q->inflight ? most - q->inflight : 0;
+}
+
+bool sched_deep_under_share(const struct sched *s, const struct sched_queue *q)
+{
+	return depth_max(q) < sched_bfq_cap(s, q);
+}
+
+uint32_t sched_free_slots(const struct sched *s)
+{
+	return s->inflight < s->p.max_inflight ? s->p.max_inflight - s->inflight : 0;
+}
+
+static uint32_t gap_claim(const struct sched *s)
+{
+	uint32_t claim = 0;
+	const struct sched_link *l;
+	sched_list_foreach(l, &s->gap_queues)
+		claim += sched_deep_claim(s, sched_list_entry(l, struct sched_queue, gap_link));
+	return claim;
+}
+
 /* Deep tenants in a gap, at least as heavy together as the tenant q that
  * would use it: the in-service tenant's cap stays hard and over-served
  * tenants get nothing beyond their share, or the gap would go to them. A
  * lighter tenant's gap does not hold back a heavier one: its share is kept
- * by virtual time. */
+ * by virtual time. Only the slots the gapped tenants would take back are
+ * held: a dsync writer of 8 jobs with a cap of 10 held its 2 unused slots
+ * and the 2 it never used, so that three tenants at their caps left a
+ * quarter of the store idle. */
 bool sched_gap_guarded(const struct sched *s, const struct sched_queue *q)
 {
-	return s->gap_wsum && s->gap_wsum >= q->ent.weight;
+	if (!s->gap_wsum || s->gap_wsum < q->ent.weight)
+		return false;
+	return sched_free_slots(s) <= gap_claim(s);
 }
 
 void sched_gap_update(struct sched *s, struct sched_queue *q)

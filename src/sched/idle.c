@@ -137,13 +137,19 @@ static struct sched_req *inject_barrier(struct sched *s, struct sched_queue *g, 
 
 /* g holds the store: nothing of it waits on a waker, and its gap is not the
  * others' to take. Barriers are short, and the others' service is what
- * virtual time says they are owed. */
+ * virtual time says they are owed; but a g that has not lately had its cap
+ * at once cannot use all of its share, and the slots past those it would
+ * take back go to whoever is first in line (work conservation), or a deep
+ * tenant under its share leaves the store partly idle while it holds. */
 static struct sched_req *inject_holding(struct sched *s, struct sched_queue *g, uint64_t now_ns)
 {
 	struct sched_req *r = inject_barrier(s, g, now_ns);
 	if (r)
 		return r;
-	return inject_general(s, queue_of_ent(sched_wf2q_peek(&s->wq, WF2Q_ELIGIBLE)), now_ns);
+	struct wf2q_entity *e = sched_wf2q_peek(&s->wq, WF2Q_ELIGIBLE);
+	if (!e && sched_deep_under_share(s, g) && sched_free_slots(s) > sched_deep_claim(s, g))
+		e = sched_wf2q_peek(&s->wq, WF2Q_WAITING);
+	return inject_general(s, queue_of_ent(e), now_ns);
 }
 
 /* Over-served queues may use what nobody else can (work conservation), but

@@ -94,6 +94,7 @@ int sched_new(const struct sched_params *p, struct sched **out)
 	sched_list_init(&s->all_groups);
 	sched_list_init(&s->sync_queues);
 	sched_list_init(&s->away_queues);
+	sched_list_init(&s->gap_queues);
 	sched_list_init(&s->reserve_queues);
 	sched_list_init(&s->fifo_reqs);
 	s->rate.max_budget_bytes = p->budget_initial_bytes;

@@ -202,6 +202,7 @@ struct sched_queue {
 	struct sched_link sync_link;	/* sched.sync_queues, while its head is a barrier */
 	struct sched_link away_link;	/* sched.away_queues, while QUEUE_AWAY */
 	struct sched_link reserve_link;	/* sched.reserve_queues, while reserved */
+	struct sched_link gap_link;	/* sched.gap_queues, while QUEUE_IN_GAP */
 	struct sched_link reqs;		/* queued requests, arrival order (bfq) */
 	uint32_t pending, inflight;
 	bool weighed;			/* its weight counts in wq.wsum */
@@ -210,6 +211,10 @@ struct sched_queue {
 	enum queue_depth depth;
 	uint64_t away_until_ns;		/* while QUEUE_AWAY */
 	uint32_t busy_depth_max;	/* most queued and in flight since it went busy */
+	/* Most queued and in flight at once at a dispatch, in this window of
+	 * DEPTH_WINDOW_NS and the last (deep.c). */
+	uint32_t depth_max_now, depth_max_last;
+	uint64_t depth_window_start_ns;
 	uint32_t reserved;		/* slots kept for it (reserve.c), 0: not on the list */
 	uint64_t reserved_weight;	/* its weight when it joined, in reserved_wsum */
 	uint64_t reserve_until_ns;
@@ -296,6 +301,7 @@ struct sched {
 	struct sched_link sync_queues;	/* queues whose head request is a barrier */
 	struct sched_link away_queues;	/* QUEUE_AWAY, by away_until_ns */
 	uint64_t gap_wsum;		/* weights of the QUEUE_IN_GAP queues */
+	struct sched_link gap_queues;	/* the QUEUE_IN_GAP queues */
 	struct sched_link reserve_queues;	/* shallow queues gone idle, oldest first */
 	uint32_t reserved_slots;	/* their reserved sum (capped where used) */
 	uint64_t reserved_wsum;		/* their weights */
@@ -440,10 +446,16 @@ struct sched_req *sched_inject(struct sched *s, struct sched_queue *g, uint64_t 
 
 /* deep.c */
 /* q just went to the store: deep from now on if it has enough in flight. */
-void sched_deep_note(struct sched *s, struct sched_queue *q);
+void sched_deep_note(struct sched *s, struct sched_queue *q, uint64_t now_ns);
 /* After q's counts or in-service status changed: in or out of a gap. */
 void sched_gap_update(struct sched *s, struct sched_queue *q);
 bool sched_gap_guarded(const struct sched *s, const struct sched_queue *q);
+/* The slots deep q would take back now: up to the most it has had queued
+ * and in flight at once lately, within its cap. */
+uint32_t sched_deep_claim(const struct sched *s, const struct sched_queue *q);
+uint32_t sched_free_slots(const struct sched *s);
+/* Deep q has not had as many requests at once as its cap lately. */
+bool sched_deep_under_share(const struct sched *s, const struct sched_queue *q);
 /* q ran empty at a completion: away if deep, else shallow again. */
 void sched_deep_emptied(struct sched *s, struct sched_queue *q, uint64_t now_ns);
 /* An away queue gets a request: it is back, still deep. */

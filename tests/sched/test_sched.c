@@ -709,6 +709,86 @@ START_TEST(time_charge_alike_across_kinds)
 }
 END_TEST
 
+/* A deep tenant that wants less than its share: a weight-10 tenant of 8
+ * jobs (each 30 us of think time between requests) beside a weight-1
+ * tenant of 12 always-queued requests, on a store of 16 slots where every
+ * request takes 100 us. The heavy one holds the store whenever its queue
+ * runs dry with its requests at the store, but only the slots it would take
+ * back (the 8 it has had at once) are kept for it: the light one uses the
+ * rest, and the store stays busy. Before, while it held, the light one got
+ * only what it was owed and the store ran at 6.8. */
+START_TEST(deep_tenant_under_its_share_leaves_the_rest)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 16);
+	struct sched_queue *q[2] = { queue(s, 1, 1000), queue(s, 2, 100) };
+	static struct sched_req pool[20];
+	struct sched_req *at_store[16], *idle_jobs[8];
+	uint64_t done_at[16], arrive_at[8];
+	uint32_t n = 0, narrive = 0, nidle = 0;
+	uint64_t now = 0, busy_area = 0, since = 0, served[2] = { 0, 0 };
+	for (int i = 0; i < 20; i++) {
+		req_init(&pool[i], q[i < 8 ? 0 : 1], SCHED_OP_READ, 4096);
+		pool[i].sync = true;
+		sched_enqueue(s, &pool[i], now);
+	}
+	for (int c = 0; c < 40000; c++) {
+		struct sched_req *r;
+		while (n < 16 && (r = sched_dispatch(s, now))) {
+			at_store[n] = r;
+			done_at[n++] = now + 100 * US;
+		}
+		/* the next event: a completion or one of the heavy tenant's arrivals */
+		uint64_t next = UINT64_MAX;
+		int which = -1, arrival = -1;
+		for (uint32_t i = 0; i < n; i++)
+			if (done_at[i] < next)
+				next = done_at[i], which = (int)i;
+		for (uint32_t i = 0; i < narrive; i++)
+			if (arrive_at[i] < next)
+				next = arrive_at[i], arrival = (int)i, which = -1;
+		uint64_t d = sched_next_deadline(s);
+		ck_assert(which >= 0 || arrival >= 0 || d != SCHED_DEADLINE_NONE);
+		if (d < next) {
+			busy_area += c >= 10000 ? n * (d - now) : 0;
+			now = d;
+			sched_timer(s, now);
+			continue;
+		}
+		if (c == 10000)
+			since = now;
+		busy_area += c >= 10000 ? n * (next - now) : 0;
+		now = next;
+		if (arrival >= 0) {
+			r = idle_jobs[--nidle];
+			req_init(r, q[0], SCHED_OP_READ, 4096);
+			r->sync = true;
+			sched_enqueue(s, r, now);
+			arrive_at[arrival] = arrive_at[--narrive];
+			continue;
+		}
+		r = at_store[which];
+		sched_complete(s, r, now);
+		at_store[which] = at_store[--n];
+		done_at[which] = done_at[n];
+		served[r->queue == q[1]] += c >= 10000;
+		if (r->queue == q[0]) {
+			idle_jobs[nidle++] = r;
+			arrive_at[narrive++] = now + 30 * US;
+		} else {
+			req_init(r, q[1], SCHED_OP_READ, 4096);
+			r->sync = true;
+			sched_enqueue(s, r, now);
+		}
+	}
+	double busy = (double)busy_area / (double)(now - since);
+	ck_assert_msg(busy > 14.0, "store busy %.2f of 16 slots", busy);
+	/* the heavy one still has all it asks for: 8 jobs of 130 us cycles */
+	double heavy_per_ms = (double)served[0] / ((double)(now - since) / 1e6);
+	ck_assert_msg(heavy_per_ms > 8 / 0.130 * 0.9, "heavy %.1f requests/ms", heavy_per_ms);
+	sched_free(s);
+}
+END_TEST
+
 /* Dispatches and completes at depth 1, without refilling, until the
  * scheduler hands out nothing more now; returns the bytes served. */
 static uint64_t serve_while_dispatching(struct sched *s, uint64_t *now)
@@ -1561,6 +1641,7 @@ int main(void)
 	tcase_add_test(tc, fsync_charged_by_time_held);
 	tcase_add_test(tc, time_charge_shared_within_batch);
 	tcase_add_test(tc, time_charge_alike_across_kinds);
+	tcase_add_test(tc, deep_tenant_under_its_share_leaves_the_rest);
 	tcase_add_test(tc, deep_tenant_away_keeps_place);
 	tcase_add_test(tc, reserve_keeps_a_slot_for_a_light_tenant);
 	tcase_add_test(tc, s6_engine_matches_reference);

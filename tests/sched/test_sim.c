@@ -188,7 +188,11 @@ END_TEST
  * the first places of a batch: charging a request its whole service time
  * divided by the number in flight when it was dispatched gave 2.7:2.4:1.
  * Charged by store time, each request pays its own, jittered, time: the
- * tenants' charges per byte stay within 5%. */
+ * tenants' charges per byte stay within 8%. Not exactly alike: a request
+ * let in while a deep tenant under its cap holds the store goes to a store
+ * less full than a batch does, and its time in flight, the reaping's wait
+ * included, is divided fewer ways (up to 6.5% more per byte for the light
+ * tenant on these seeds; within 4% before such requests were let in). */
 START_TEST(s4_fuse_round_trip_5_3_1)
 {
 	struct sim_scenario sc;
@@ -208,7 +212,7 @@ START_TEST(s4_fuse_round_trip_5_3_1)
 			}
 		ck_assert_double_ge(bfq.total_mb_per_s, 0.9 * fifo.total_mb_per_s);
 		double c0 = charge_per_byte(&bfq, 0), c2 = charge_per_byte(&bfq, 2);
-		ck_assert_msg(c0 <= c2 * 1.05 && c2 <= c0 * 1.05, "charged per byte %.3f vs %.3f",
+		ck_assert_msg(c0 <= c2 * 1.08 && c2 <= c0 * 1.08, "charged per byte %.3f vs %.3f",
 			      c0, c2);
 	}
 }
