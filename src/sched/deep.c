@@ -12,18 +12,13 @@
  * a streaming writer's whole backlog at the store. */
 #include "sched_internal.h"
 
-/* Every change of q->depth, so that gap_wsum and gap_queues stay the
- * gapped queues'. */
+/* Every change of q->depth, so that gap_queues stays the gapped queues. */
 static void deep_set(struct sched *s, struct sched_queue *q, enum queue_depth d)
 {
-	if (q->depth == QUEUE_IN_GAP) {
-		s->gap_wsum -= q->ent.weight;
+	if (q->depth == QUEUE_IN_GAP)
 		sched_list_remove(&q->gap_link);
-	}
-	if (d == QUEUE_IN_GAP) {
-		s->gap_wsum += q->ent.weight;
+	if (d == QUEUE_IN_GAP)
 		sched_list_add_tail(&s->gap_queues, &q->gap_link);
-	}
 	q->depth = d;
 }
 
@@ -39,11 +34,10 @@ static uint32_t depth_max(const struct sched_queue *q)
 
 void sched_deep_note(struct sched *s, struct sched_queue *q, uint64_t now_ns)
 {
-	if (now_ns - q->depth_window_start_ns >= DEPTH_WINDOW_NS) {
-		q->depth_max_last = now_ns - q->depth_window_start_ns < 2 * DEPTH_WINDOW_NS
-					    ? q->depth_max_now : 0;
+	enum window_step step = window_step(&q->depth_window_start_ns, now_ns, DEPTH_WINDOW_NS);
+	if (step != WINDOW_SAME) {
+		q->depth_max_last = step == WINDOW_NEXT ? q->depth_max_now : 0;
 		q->depth_max_now = 0;
-		q->depth_window_start_ns = now_ns;
 	}
 	if (q->pending + q->inflight > q->depth_max_now)
 		q->depth_max_now = q->pending + q->inflight;
@@ -67,20 +61,6 @@ bool sched_deep_under_share(const struct sched *s, const struct sched_queue *q)
 	return depth_max(q) < sched_bfq_cap(s, q);
 }
 
-uint32_t sched_free_slots(const struct sched *s)
-{
-	return s->inflight < s->p.max_inflight ? s->p.max_inflight - s->inflight : 0;
-}
-
-static uint32_t gap_claim(const struct sched *s)
-{
-	uint32_t claim = 0;
-	const struct sched_link *l;
-	sched_list_foreach(l, &s->gap_queues)
-		claim += sched_deep_claim(s, sched_list_entry(l, struct sched_queue, gap_link));
-	return claim;
-}
-
 /* Deep tenants in a gap, at least as heavy together as the tenant q that
  * would use it: the in-service tenant's cap stays hard and over-served
  * tenants get nothing beyond their share, or the gap would go to them. A
@@ -91,9 +71,15 @@ static uint32_t gap_claim(const struct sched *s)
  * quarter of the store idle. */
 bool sched_gap_guarded(const struct sched *s, const struct sched_queue *q)
 {
-	if (!s->gap_wsum || s->gap_wsum < q->ent.weight)
-		return false;
-	return sched_free_slots(s) <= gap_claim(s);
+	uint64_t wsum = 0;
+	uint32_t claim = 0;
+	const struct sched_link *l;
+	sched_list_foreach(l, &s->gap_queues) {
+		const struct sched_queue *g = sched_list_entry(l, struct sched_queue, gap_link);
+		wsum += g->ent.weight;
+		claim += sched_deep_claim(s, g);
+	}
+	return wsum && wsum >= q->ent.weight && sched_free_slots(s) <= claim;
 }
 
 void sched_gap_update(struct sched *s, struct sched_queue *q)

@@ -51,7 +51,8 @@ static bool peers_one_at_a_time(const struct sched *s, const struct sched_queue 
 {
 	uint64_t others_wsum = s->wq.wsum - (q->weighed ? q->ent.weight : 0);
 	uint32_t others_multi = s->nmulti - (q->pending + q->inflight >= 2 ? 1u : 0u);
-	return !others_multi && sched_list_empty(&s->away_queues) && !s->gap_wsum &&
+	return !others_multi && sched_list_empty(&s->away_queues) &&
+	       sched_list_empty(&s->gap_queues) &&
 	       others_wsum >= q->ent.weight;
 }
 

@@ -129,13 +129,13 @@ static uint32_t cost_kind(enum sched_op op)
 static uint64_t least_in_flight(struct sched_queue *q, const struct sched_req *r, uint64_t now_ns)
 {
 	struct queue_cost *c = &q->cost;
-	if (now_ns - c->window_start_ns >= COST_WINDOW_NS) {
-		if (now_ns - c->window_start_ns >= 2 * COST_WINDOW_NS)
-			memset(c->last_ns, 0, sizeof(c->last_ns));
-		else
+	enum window_step step = window_step(&c->window_start_ns, now_ns, COST_WINDOW_NS);
+	if (step != WINDOW_SAME) {
+		if (step == WINDOW_NEXT)
 			memcpy(c->last_ns, c->now_ns, sizeof(c->last_ns));
+		else
+			memset(c->last_ns, 0, sizeof(c->last_ns));
 		memset(c->now_ns, 0, sizeof(c->now_ns));
-		c->window_start_ns = now_ns;
 	}
 	uint64_t flight = now_ns > r->dispatch_ns ? now_ns - r->dispatch_ns : 0;
 	uint32_t seen = flight > UINT32_MAX ? UINT32_MAX : flight ? (uint32_t)flight : 1;

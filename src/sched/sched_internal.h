@@ -89,8 +89,8 @@
 
 /* ---- per queue ---- */
 
-/* A queue's state as a deep one (deep.c, which keeps sched.gap_wsum along
- * with it). SHALLOW is every queue that is not deep. */
+/* A queue's state as a deep one (deep.c, which keeps sched.gap_queues
+ * along with it). SHALLOW is every queue that is not deep. */
 enum queue_depth {
 	QUEUE_SHALLOW,
 	QUEUE_DEEP,	/* deep, neither in a gap nor away */
@@ -300,7 +300,6 @@ struct sched {
 	struct slice slice;
 	struct sched_link sync_queues;	/* queues whose head request is a barrier */
 	struct sched_link away_queues;	/* QUEUE_AWAY, by away_until_ns */
-	uint64_t gap_wsum;		/* weights of the QUEUE_IN_GAP queues */
 	struct sched_link gap_queues;	/* the QUEUE_IN_GAP queues */
 	struct sched_link reserve_queues;	/* shallow queues gone idle, oldest first */
 	uint32_t reserved_slots;	/* their reserved sum (capped where used) */
@@ -340,6 +339,29 @@ static inline bool queue_busy(const struct sched_queue *q)
 static inline bool queue_deep(const struct sched_queue *q)
 {
 	return q->depth != QUEUE_SHALLOW;
+}
+
+static inline uint32_t sched_free_slots(const struct sched *s)
+{
+	return s->inflight < s->p.max_inflight ? s->p.max_inflight - s->inflight : 0;
+}
+
+/* Windows of a fixed width for "this window and the last" estimates: where
+ * now_ns stands against the window starting at *start_ns, which moves to
+ * now_ns when it is not the same window any more. */
+enum window_step {
+	WINDOW_SAME,	/* still the current window */
+	WINDOW_NEXT,	/* the next one: the current becomes the last */
+	WINDOW_STALE,	/* later still: the current is too old to be the last */
+};
+
+static inline enum window_step window_step(uint64_t *start_ns, uint64_t now_ns, uint64_t width_ns)
+{
+	uint64_t since = now_ns - *start_ns;
+	if (since < width_ns)
+		return WINDOW_SAME;
+	*start_ns = now_ns;
+	return since < 2 * width_ns ? WINDOW_NEXT : WINDOW_STALE;
 }
 
 static inline bool req_is_rw(const struct sched_req *r)
@@ -453,7 +475,6 @@ bool sched_gap_guarded(const struct sched *s, const struct sched_queue *q);
 /* The slots deep q would take back now: up to the most it has had queued
  * and in flight at once lately, within its cap. */
 uint32_t sched_deep_claim(const struct sched *s, const struct sched_queue *q);
-uint32_t sched_free_slots(const struct sched *s);
 /* Deep q has not had as many requests at once as its cap lately. */
 bool sched_deep_under_share(const struct sched *s, const struct sched_queue *q);
 /* q ran empty at a completion: away if deep, else shallow again. */

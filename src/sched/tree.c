@@ -60,8 +60,6 @@ static void queue_share_set(struct sched *s, struct sched_queue *q, uint64_t sha
 	uint64_t len = q->ent.finish_vt - q->ent.start_vt;
 	q->ent.finish_vt = q->ent.start_vt + (uint64_t)((unsigned __int128)len * old / w);
 	q->ent.weight = w;
-	if (q->depth == QUEUE_IN_GAP)
-		s->gap_wsum = s->gap_wsum - old + w;
 	if (q->weighed)
 		s->wq.wsum = s->wq.wsum - old + w;
 	sched_wf2q_reposition(&s->wq, &q->ent);

@@ -646,6 +646,17 @@ START_TEST(time_charge_shared_within_batch)
 }
 END_TEST
 
+/* The index of the earliest of n > 0 times: the next event of a test's own
+ * event loop. */
+static uint32_t earliest(const uint64_t *at, uint32_t n)
+{
+	uint32_t first = 0;
+	for (uint32_t i = 1; i < n; i++)
+		if (at[i] < at[first])
+			first = i;
+	return first;
+}
+
 /* A store of 8 slots that serves every request at once, two kinds beside
  * each other: 8 KiB reads of 150 us and 4 KiB sync writes of 300 us, the
  * reads moving bytes fastest. Each tenant pays the same per unit of store
@@ -676,10 +687,7 @@ START_TEST(time_charge_alike_across_kinds)
 			done_at[n++] = now + (r->op == SCHED_OP_READ ? 150 : 300) * US;
 		}
 		ck_assert_uint_gt(n, 0);
-		uint32_t first = 0;
-		for (uint32_t i = 1; i < n; i++)
-			if (done_at[i] < done_at[first])
-				first = i;
+		uint32_t first = earliest(done_at, n);
 		r = at_store[first];
 		now = done_at[first];
 		int k = r->queue == q[1];
@@ -740,12 +748,10 @@ START_TEST(deep_tenant_under_its_share_leaves_the_rest)
 		/* the next event: a completion or one of the heavy tenant's arrivals */
 		uint64_t next = UINT64_MAX;
 		int which = -1, arrival = -1;
-		for (uint32_t i = 0; i < n; i++)
-			if (done_at[i] < next)
-				next = done_at[i], which = (int)i;
-		for (uint32_t i = 0; i < narrive; i++)
-			if (arrive_at[i] < next)
-				next = arrive_at[i], arrival = (int)i, which = -1;
+		if (n)
+			which = (int)earliest(done_at, n), next = done_at[which];
+		if (narrive && arrive_at[earliest(arrive_at, narrive)] < next)
+			arrival = (int)earliest(arrive_at, narrive), next = arrive_at[arrival], which = -1;
 		uint64_t d = sched_next_deadline(s);
 		ck_assert(which >= 0 || arrival >= 0 || d != SCHED_DEADLINE_NONE);
 		if (d < next) {
