@@ -75,13 +75,16 @@ enum sched_inject {
  * need to come back. 0: an emptied queue is idle at once (plain WF2Q+).
  *
  * inject_slowdown_pct: while a tenant is idled for, others are injected as
- * long as its requests' service time and, for a tenant of one request at a
- * time, its whole cycle (think time plus service) stay within this much of
- * what they are alone; past it the limit shrinks (a slowed cycle halves it
- * and drops a waker injected in it). The cycle alone is measured every
- * quiet_every_ns in a few quiet cycles with nobody injected: through FUSE
- * the others' requests cost a depth-1 tenant's callers CPU, which service
- * time does not show. */
+ * long as its requests' service time stays within this much of what it is
+ * alone; past it the limit shrinks. inject_cycle_slowdown_pct: the same for
+ * the whole cycle (think time plus service) of a tenant of one request at a
+ * time, judged on the mean of a batch of cycles against the mean alone (a
+ * slowed batch halves the limit, bounds it until a batch is not slowed, and
+ * drops a waker injected in it). 125: the cycles of a tenant that keeps 0.8
+ * of its rate, the least a shallow tenant is promised. The cycle alone is
+ * measured every quiet_every_ns in a few quiet cycles with nobody
+ * injected: through FUSE the others' requests cost a depth-1 tenant's
+ * callers CPU, which service time does not show. */
 
 /* Every tunable. Defaults (sched_params_default) suit a daemon in front of a
  * fast parallel store where FUSE think times are tens of microseconds. */
@@ -102,6 +105,7 @@ struct sched_params {
 	bool inject_enable;			/* true: inject while idling */
 	uint64_t small_sync_write_bytes;	/* 16 KiB: "small" sync writes inject */
 	uint32_t inject_slowdown_pct;		/* 150: back off past 1.5x baseline */
+	uint32_t inject_cycle_slowdown_pct;	/* 125: the same for a batch of cycles */
 	uint64_t inject_reprobe_ns;		/* 100 ms: retry a zero injection limit */
 	uint64_t quiet_every_ns;		/* 1 s: measure a tenant's cycle alone; 0: never */
 	uint64_t waker_gap_ns;			/* 1 ms, and at most half the think time */

@@ -12,10 +12,25 @@ uint32_t sched_depth_share(const struct sched *s, uint64_t weight, uint64_t wsum
 	return share ? (uint32_t)share : 1;
 }
 
-/* q's cap: its weight's share of max_inflight among the weighed queues. */
+/* q's cap: its weight's share of max_inflight among the weighed queues,
+ * where the short ones (deep.c: lately fewer at once than their share) take
+ * only the most they had, and leave the rest to the others by weight (one
+ * step of max-min fair filling). A heavy tenant of a few requests at once
+ * beside deep light ones otherwise kept most of the depth from them that it
+ * never used, and the store stood partly idle while they were backlogged. */
 uint32_t sched_bfq_cap(const struct sched *s, const struct sched_queue *q)
 {
-	return sched_depth_share(s, q->ent.weight, s->wq.wsum ? s->wq.wsum : q->ent.weight);
+	uint64_t wsum = s->wq.wsum ? s->wq.wsum : q->ent.weight;
+	uint32_t share = sched_depth_share(s, q->ent.weight, wsum);
+	uint64_t short_wsum = s->short_wsum - q->short_weight;
+	uint32_t short_depth = s->short_depth - q->short_depth;
+	if (!short_wsum || short_wsum >= wsum || short_depth >= s->p.max_inflight)
+		return share;
+	uint64_t left = s->p.max_inflight - short_depth, rest = wsum - short_wsum;
+	uint64_t filled = (left * q->ent.weight + rest - 1) / rest;
+	if (filled > s->p.max_inflight)
+		filled = s->p.max_inflight;
+	return filled > share ? (uint32_t)filled : share;
 }
 
 /* The last free slots are kept for lighter tenants: those remembered by the
@@ -103,6 +118,7 @@ static void queue_weight_add(struct sched *s, struct sched_queue *q)
 	q->weighed = true;
 	s->wq.wsum += q->ent.weight;
 	sched_tree_activate(s, &q->node);
+	sched_depth_short_update(s, q);
 }
 
 void sched_bfq_weight_drop(struct sched *s, struct sched_queue *q)
@@ -112,6 +128,7 @@ void sched_bfq_weight_drop(struct sched *s, struct sched_queue *q)
 	q->weighed = false;
 	s->wq.wsum -= q->ent.weight;
 	sched_tree_deactivate(s, &q->node);
+	sched_depth_short_update(s, q);
 }
 
 /* back: the queue returns from being away, so it keeps its place even if V

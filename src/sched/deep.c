@@ -41,10 +41,38 @@ void sched_deep_note(struct sched *s, struct sched_queue *q, uint64_t now_ns)
 	}
 	if (q->pending + q->inflight > q->depth_max_now)
 		q->depth_max_now = q->pending + q->inflight;
+	sched_depth_short_update(s, q);
 	if (q->depth == QUEUE_SHALLOW && q->last_sync && s->p.hold_depth_pct &&
 	    q->inflight >= s->p.hold_min_inflight &&
 	    (uint64_t)q->inflight * 100 >= (uint64_t)sched_bfq_cap(s, q) * s->p.hold_depth_pct)
 		deep_set(s, q, QUEUE_DEEP);
+}
+
+/* ---- short of its share ----
+ *
+ * A weighed queue that lately had fewer requests at once than its weight's
+ * share of the depth cannot use the rest of that share: the others' caps
+ * (sched_bfq_cap) divide it among them. Judged only once a whole window of
+ * it was seen: a queue just come is not short, it is starting. Its share
+ * is reckoned as the sum of weights stands at its own dispatches and
+ * weighing, which is where its part is brought up to date. */
+
+static void short_set(struct sched *s, struct sched_queue *q, uint64_t weight, uint32_t depth)
+{
+	s->short_wsum += weight - q->short_weight;
+	s->short_depth += depth - q->short_depth;
+	q->short_weight = weight;
+	q->short_depth = depth;
+}
+
+void sched_depth_short_update(struct sched *s, struct sched_queue *q)
+{
+	uint32_t most = depth_max(q);
+	if (q->weighed && q->depth_max_last &&
+	    most < sched_depth_share(s, q->ent.weight, s->wq.wsum))
+		short_set(s, q, q->ent.weight, most);
+	else
+		short_set(s, q, 0, 0);
 }
 
 /* ---- the gap ---- */

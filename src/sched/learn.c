@@ -220,18 +220,23 @@ void sched_learn_completion(struct sched *s, struct sched_queue *q, const struct
  * time unchanged and slows the depth-1 reader many times over through the
  * CPU its callers wait for. A cycle alone needs the others' requests gone,
  * so every quiet_every_ns the tenant runs quiet cycles with nobody injected
- * until the store has drained and one cycle was alone (at most
- * QUIET_CYCLES). */
-#define QUIET_CYCLES 8
+ * until the store has drained and QUIET_ALONE cycles were alone (at most
+ * QUIET_CYCLES).
+ *
+ * Both sides are means: injected cycles are judged by batches of
+ * CYCLE_BATCH, against the mean of the cycles alone. A cycle through FUSE
+ * includes the wait for the reactor to reap its request, up to a
+ * millisecond or two at random on a loaded host; judged one by one against
+ * the fastest cycles alone, every long wait read as a slowdown, the limit
+ * halved down to 0 and stayed there, and a weight-900 depth-1 reader left
+ * a deep neighbour 1% of what it had beside it under fifo. */
+#define QUIET_CYCLES 16
+#define QUIET_ALONE 4
+#define CYCLE_BATCH 8
 
-/* Down fast, up slowly: a cycle alone is stretched by whatever else the host
- * runs, never shortened. */
 static void cycle_alone_learn(struct queue_cycle *c, uint64_t cycle_ns)
 {
-	if (!c->alone_ns || cycle_ns < c->alone_ns)
-		c->alone_ns = c->alone_ns ? (c->alone_ns + cycle_ns) / 2 : cycle_ns;
-	else
-		c->alone_ns += (cycle_ns - c->alone_ns) / 16;
+	c->alone_ns = c->alone_ns ? (c->alone_ns * 3 + cycle_ns) / 4 : cycle_ns;
 }
 
 static void quiet_maybe_start(struct sched *s, struct sched_queue *q, uint64_t now_ns)
@@ -240,13 +245,14 @@ static void quiet_maybe_start(struct sched *s, struct sched_queue *q, uint64_t n
 	if (c->open && !c->quiet_left && s->nbusy > 1 && s->p.quiet_every_ns &&
 	    (!c->quiet_start_ns || now_ns - c->quiet_start_ns >= s->p.quiet_every_ns)) {
 		c->quiet_left = QUIET_CYCLES;
+		c->quiet_alone = 0;
 		c->quiet_start_ns = now_ns ? now_ns : 1;
 	}
 }
 
-/* A slowed cycle: a real waker brings the tenant back sooner, so the waker
- * injected in it is a busy neighbour whose completions happen to precede its
- * requests; and the injection limit halves. */
+/* A slowed batch of cycles: a real waker brings the tenant back sooner, so
+ * the waker injected in them is a busy neighbour whose completions happen
+ * to precede its requests; and the injection limit halves. */
 static void cycle_slowed(struct sched *s, struct sched_queue *q, bool waker_injected,
 			 uint64_t now_ns)
 {
@@ -255,11 +261,45 @@ static void cycle_slowed(struct sched *s, struct sched_queue *q, bool waker_inje
 		q->waker.spurned_id = q->waker.id;
 		q->waker.spurned_until_ns = now_ns + s->p.waker_window_ns;
 	}
-	if (q->inject.limit) {
-		q->inject.limit /= 2;
-		if (!q->inject.limit)
-			q->inject.limit_zero_ns = now_ns;
+	struct queue_inject *in = &q->inject;
+	if (in->limit) {
+		in->limit /= 2;
+		if (!in->limit)
+			in->limit_zero_ns = now_ns;
 	}
+	in->ceiling = in->limit;
+	in->ceiling_set = true;
+}
+
+/* A batch that was not slowed: the ceiling doubles, until it is no bound. */
+static void cycle_fine(struct sched *s, struct queue_inject *in)
+{
+	if (!in->ceiling_set)
+		return;
+	in->ceiling = in->ceiling * 2 + 1;
+	in->ceiling_set = in->ceiling < s->p.max_inflight - 1;
+}
+
+/* One more cycle with others injected: whether it closed a slowed batch. */
+static bool cycle_batch_add(struct sched *s, struct sched_queue *q, uint64_t cycle_ns,
+			    bool waker_injected, uint64_t now_ns)
+{
+	struct queue_cycle *c = &q->cycle;
+	c->batch_ns += cycle_ns;
+	c->batch_waker |= waker_injected;
+	if (++c->batch_n < CYCLE_BATCH)
+		return false;
+	uint64_t mean = c->batch_ns / c->batch_n;
+	bool waker = c->batch_waker;
+	c->batch_ns = 0;
+	c->batch_n = 0;
+	c->batch_waker = false;
+	if (mean * 100 <= c->alone_ns * s->p.inject_cycle_slowdown_pct) {
+		cycle_fine(s, &q->inject);
+		return false;
+	}
+	cycle_slowed(s, q, waker, now_ns);
+	return true;
 }
 
 bool sched_learn_cycle(struct sched *s, struct sched_queue *q, const struct sched_req *r,
@@ -277,7 +317,8 @@ bool sched_learn_cycle(struct sched *s, struct sched_queue *q, const struct sche
 	c->inject_seq = s->inject_seq;
 	c->waker_inject_seq = s->waker_inject_seq;
 	if (c->quiet_left)
-		c->quiet_left = alone && open ? 0 : c->quiet_left - 1;
+		c->quiet_left = alone && open && ++c->quiet_alone >= QUIET_ALONE ? 0
+											 : c->quiet_left - 1;
 	if (!open || q != s->in_service)
 		return false;
 	quiet_maybe_start(s, q, now_ns);
@@ -285,10 +326,9 @@ bool sched_learn_cycle(struct sched *s, struct sched_queue *q, const struct sche
 		cycle_alone_learn(c, cycle_ns);
 		return false;
 	}
-	if (!injected || !c->alone_ns || cycle_ns * 100 <= c->alone_ns * s->p.inject_slowdown_pct)
+	if (!injected || !c->alone_ns)
 		return false;
-	cycle_slowed(s, q, waker_injected, now_ns);
-	return true;
+	return cycle_batch_add(s, q, cycle_ns, waker_injected, now_ns);
 }
 
 /* ---- injection limit ----
@@ -313,9 +353,9 @@ void sched_learn_inject_limit(struct sched *s, struct sched_queue *q, const stru
 	if (!in->svc_alone_ns || cycle_was_slowed)
 		return;
 	if (svc_ns * 100 <= in->svc_alone_ns * s->p.inject_slowdown_pct) {
+		uint32_t most = in->ceiling_set ? in->ceiling : s->p.max_inflight - 1;
 		if (r->others_inflight >= in->limit)
-			in->limit = r->others_inflight + 1 < s->p.max_inflight
-					    ? r->others_inflight + 1 : s->p.max_inflight - 1;
+			in->limit = r->others_inflight + 1 < most ? r->others_inflight + 1 : most;
 		return;
 	}
 	/* Slowed with k others in flight: at most k - 1 may be injected. More
@@ -333,8 +373,11 @@ void sched_learn_inject_limit(struct sched *s, struct sched_queue *q, const stru
 uint32_t sched_inject_limit(struct sched *s, struct sched_queue *g, uint64_t now_ns)
 {
 	struct queue_inject *in = &g->inject;
-	if (in->svc_alone_ns && !in->limit && now_ns - in->limit_zero_ns >= s->p.inject_reprobe_ns)
+	if (in->svc_alone_ns && !in->limit && now_ns - in->limit_zero_ns >= s->p.inject_reprobe_ns) {
 		in->limit = 1;
+		if (in->ceiling_set && !in->ceiling)
+			in->ceiling = 1;
+	}
 	uint32_t limit = in->svc_alone_ns ? in->limit : 0;
 	return limit > s->p.max_inflight - 1 ? s->p.max_inflight - 1 : limit;
 }

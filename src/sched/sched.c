@@ -26,6 +26,7 @@ void sched_params_default(struct sched_params *p)
 		.inject_enable = true,
 		.small_sync_write_bytes = 16 << 10,
 		.inject_slowdown_pct = 150,
+		.inject_cycle_slowdown_pct = 125,
 		.inject_reprobe_ns = 100000000,
 		.quiet_every_ns = 1000000000,
 		.waker_gap_ns = 1000000,
@@ -69,8 +70,8 @@ static int params_check(const struct sched_params *p)
 		return -EINVAL;
 	if (!p->peak_window_ns || p->idle_min_ns > p->idle_max_ns || !p->idle_think_pct)
 		return -EINVAL;
-	if (p->inject_slowdown_pct < 100 || !p->waker_hits || !p->async_depth_pct ||
-	    p->async_depth_pct > 100 || p->reserve_max_pct > 100)
+	if (p->inject_slowdown_pct < 100 || p->inject_cycle_slowdown_pct < 100 || !p->waker_hits ||
+	    !p->async_depth_pct || p->async_depth_pct > 100 || p->reserve_max_pct > 100)
 		return -EINVAL;
 	return 0;
 }

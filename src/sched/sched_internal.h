@@ -124,8 +124,12 @@ struct queue_cycle {
 	bool shared;			/* others had requests in flight at that completion */
 	/* The scheduler's counters at that completion: what happened since. */
 	uint64_t dispatch_seq, inject_seq, waker_inject_seq;
-	uint64_t alone_ns;		/* cycle with the store to itself, 0: never seen */
+	uint64_t alone_ns;		/* mean cycle with the store to itself, 0: unknown */
+	uint64_t batch_ns;		/* cycles with others injected, summed ... */
+	uint32_t batch_n;		/* ... over this many */
+	bool batch_waker;		/* its waker was injected in one of them */
 	uint32_t quiet_left;		/* quiet cycles still to run, nobody injected */
+	uint32_t quiet_alone;		/* alone cycles seen in them */
 	uint64_t quiet_start_ns;	/* when the last quiet cycles began, 0: never */
 };
 
@@ -135,6 +139,8 @@ struct queue_inject {
 	uint64_t svc_min_ns;		/* fastest with others in flight ... */
 	uint32_t svc_samples;		/* ... of this many */
 	uint32_t limit;			/* others' requests that may be in flight */
+	uint32_t ceiling;		/* the most the cycles allow it, ... */
+	bool ceiling_set;		/* ... since a batch of them was slowed */
 	uint64_t limit_zero_ns;		/* when the limit last dropped to 0 */
 };
 
@@ -215,6 +221,10 @@ struct sched_queue {
 	 * DEPTH_WINDOW_NS and the last (deep.c). */
 	uint32_t depth_max_now, depth_max_last;
 	uint64_t depth_window_start_ns;
+	/* Its part of sched.short_wsum and short_depth while it is short:
+	 * weighed, and lately fewer at once than its weight's share (deep.c). */
+	uint64_t short_weight;
+	uint32_t short_depth;
 	uint32_t reserved;		/* slots kept for it (reserve.c), 0: not on the list */
 	uint64_t reserved_weight;	/* its weight when it joined, in reserved_wsum */
 	uint64_t reserve_until_ns;
@@ -304,6 +314,8 @@ struct sched {
 	struct sched_link reserve_queues;	/* shallow queues gone idle, oldest first */
 	uint32_t reserved_slots;	/* their reserved sum (capped where used) */
 	uint64_t reserved_wsum;		/* their weights */
+	uint64_t short_wsum;		/* weights of the short queues */
+	uint32_t short_depth;		/* the most they lately had at once */
 
 	/* fifo */
 	struct sched_link fifo_reqs;	/* every queued request, arrival order */
@@ -433,6 +445,7 @@ uint32_t sched_inject_limit(struct sched *s, struct sched_queue *g, uint64_t now
 /* bfq.c, for deep.c, idle.c and reserve.c */
 /* weight's share of max_inflight in a sum of weights wsum, rounded up, at least 1. */
 uint32_t sched_depth_share(const struct sched *s, uint64_t weight, uint64_t wsum);
+/* q's share of the depth, with what the short queues leave. */
 uint32_t sched_bfq_cap(const struct sched *s, const struct sched_queue *q);
 void sched_bfq_weight_drop(struct sched *s, struct sched_queue *q);
 /* Whether q's head request may take a free slot (async depth). */
@@ -469,6 +482,9 @@ struct sched_req *sched_inject(struct sched *s, struct sched_queue *g, uint64_t 
 /* deep.c */
 /* q just went to the store: deep from now on if it has enough in flight. */
 void sched_deep_note(struct sched *s, struct sched_queue *q, uint64_t now_ns);
+/* After q was weighed or dropped, or its most at once changed: short of its
+ * share of the depth or not. */
+void sched_depth_short_update(struct sched *s, struct sched_queue *q);
 /* After q's counts or in-service status changed: in or out of a gap. */
 void sched_gap_update(struct sched *s, struct sched_queue *q);
 bool sched_gap_guarded(const struct sched *s, const struct sched_queue *q);

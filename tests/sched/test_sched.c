@@ -57,6 +57,9 @@ START_TEST(params_validated)
 	sched_params_default(&p);
 	p.idle_min_ns = p.idle_max_ns + 1;
 	ck_assert_int_eq(sched_new(&p, &s), -EINVAL);
+	sched_params_default(&p);
+	p.inject_cycle_slowdown_pct = 99;
+	ck_assert_int_eq(sched_new(&p, &s), -EINVAL);
 
 	s = new_sched(SCHED_POLICY_BFQ, 4);
 	struct sched_queue *q;
@@ -875,6 +878,87 @@ static void away_run(uint64_t away_window_ns, uint64_t gone_ns, uint64_t *early,
  * its own, then the store waits for it; back within the window, it gets
  * what the other took meanwhile. After the window, or with the window off,
  * the other is not held back and nobody is owed anything. */
+/* Runs the heavy tenant at heavy_depth requests at once (pool[32] on; each
+ * re-issued as it completes, 100 us at the store) next to a light one whose
+ * 32 (pool[0..31]) come back the same way, for ms of virtual time from
+ * *now. Whatever is at the store at the end is dropped: the scheduler is
+ * only looked at, then freed. */
+static void short_beside_deep(struct sched *s, struct sched_queue *heavy, struct sched_req *pool,
+			      uint32_t heavy_depth, uint64_t *now, uint64_t ms)
+{
+	struct sched_req *at_store[48];
+	uint64_t done_at[48];
+	uint32_t n = 0;
+	for (uint32_t k = heavy->pending + heavy->inflight; k < heavy_depth; k++) {
+		struct sched_req *r = &pool[32 + k];
+		req_init(r, heavy, SCHED_OP_READ, 4096);
+		r->sync = true;
+		sched_enqueue(s, r, *now);
+	}
+	for (uint64_t end = *now + ms * 1000 * US; *now < end;) {
+		struct sched_req *r;
+		while ((r = sched_dispatch(s, *now))) {
+			at_store[n] = r;
+			done_at[n++] = *now + 100 * US;
+		}
+		uint64_t next = n ? done_at[earliest(done_at, n)] : UINT64_MAX;
+		uint64_t d = sched_next_deadline(s);
+		if (d < next) {
+			*now = d;
+			sched_timer(s, *now);
+			continue;
+		}
+		ck_assert_uint_ne(next, UINT64_MAX);
+		*now = next;
+		uint32_t i = earliest(done_at, n);
+		r = at_store[i];
+		sched_complete(s, r, *now);
+		at_store[i] = at_store[--n];
+		done_at[i] = done_at[n];
+		req_init(r, r->queue, SCHED_OP_READ, 4096);
+		r->sync = true;
+		sched_enqueue(s, r, *now);
+	}
+}
+
+/*
+ * The depth is shared max-min fairly: a tenant that lately had fewer
+ * requests at once than its weight's share (over a whole window of 1-2 s)
+ * takes only the most it had, and the others' caps divide the rest by
+ * weight. A tenant just come is not judged short before a window of it was
+ * seen.
+ */
+START_TEST(cap_shares_what_short_tenants_leave)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 16);
+	struct sched_queue *heavy = queue(s, 1, 900), *light = queue(s, 2, 100);
+	static struct sched_req pool[48];
+	uint64_t now = 0;
+	for (int i = 0; i < 32; i++) {
+		req_init(&pool[i], light, SCHED_OP_READ, 4096);
+		pool[i].sync = true;
+		sched_enqueue(s, &pool[i], now);
+	}
+	req_init(&pool[32], heavy, SCHED_OP_READ, 4096);
+	pool[32].sync = true;
+	sched_enqueue(s, &pool[32], now);
+	/* both weighed, nothing seen yet: the weights' shares, 16 * 100 / 1000 */
+	ck_assert_uint_eq(sched_bfq_cap(s, light), 2);
+	ck_assert_uint_eq(sched_bfq_cap(s, heavy), 15);
+	short_beside_deep(s, heavy, pool, 1, &now, 2500);
+	/* one at a time, lately: the light tenant's share of the other 15 is all of it */
+	ck_assert_uint_eq(sched_bfq_cap(s, light), 15);
+	ck_assert_uint_eq(sched_bfq_cap(s, heavy), 15);
+	short_beside_deep(s, heavy, pool, 6, &now, 100);
+	/* six at once now: what it leaves is 10 */
+	ck_assert_uint_eq(sched_bfq_cap(s, light), 10);
+	short_beside_deep(s, heavy, pool, 15, &now, 100);
+	/* at its share: nobody is short, the weights' shares again */
+	ck_assert_uint_eq(sched_bfq_cap(s, light), 2);
+	sched_free(s);
+}
+END_TEST
+
 START_TEST(deep_tenant_away_keeps_place)
 {
 	uint64_t early, got[2];
@@ -1649,6 +1733,7 @@ int main(void)
 	tcase_add_test(tc, time_charge_alike_across_kinds);
 	tcase_add_test(tc, deep_tenant_under_its_share_leaves_the_rest);
 	tcase_add_test(tc, deep_tenant_away_keeps_place);
+	tcase_add_test(tc, cap_shares_what_short_tenants_leave);
 	tcase_add_test(tc, reserve_keeps_a_slot_for_a_light_tenant);
 	tcase_add_test(tc, s6_engine_matches_reference);
 	tcase_add_test(tc, s6_random_sequences_consistent);
