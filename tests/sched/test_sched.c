@@ -947,6 +947,8 @@ START_TEST(cap_shares_what_short_tenants_leave)
 	ck_assert_uint_eq(sched_bfq_cap(s, heavy), 15);
 	short_beside_deep(s, heavy, pool, 1, &now, 2500);
 	/* one at a time, lately: the light tenant's share of the other 15 is all of it */
+	ck_assert_uint_eq(s->short_wsum, heavy->ent.weight);
+	ck_assert_uint_eq(s->short_depth, 1);
 	ck_assert_uint_eq(sched_bfq_cap(s, light), 15);
 	ck_assert_uint_eq(sched_bfq_cap(s, heavy), 15);
 	short_beside_deep(s, heavy, pool, 6, &now, 100);
@@ -954,6 +956,7 @@ START_TEST(cap_shares_what_short_tenants_leave)
 	ck_assert_uint_eq(sched_bfq_cap(s, light), 10);
 	short_beside_deep(s, heavy, pool, 15, &now, 100);
 	/* at its share: nobody is short, the weights' shares again */
+	ck_assert_uint_eq(s->short_wsum, 0);
 	ck_assert_uint_eq(sched_bfq_cap(s, light), 2);
 	sched_free(s);
 }
