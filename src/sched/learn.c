@@ -316,9 +316,10 @@ bool sched_learn_cycle(struct sched *s, struct sched_queue *q, const struct sche
 	c->dispatch_seq = s->dispatch_seq;
 	c->inject_seq = s->inject_seq;
 	c->waker_inject_seq = s->waker_inject_seq;
-	if (c->quiet_left)
-		c->quiet_left = alone && open && ++c->quiet_alone >= QUIET_ALONE ? 0
-											 : c->quiet_left - 1;
+	if (c->quiet_left) {
+		bool enough = alone && open && ++c->quiet_alone >= QUIET_ALONE;
+		c->quiet_left = enough ? 0 : c->quiet_left - 1;
+	}
 	if (!open || q != s->in_service)
 		return false;
 	quiet_maybe_start(s, q, now_ns);
