@@ -28,7 +28,7 @@ uint32_t sched_bfq_cap(const struct sched *s, const struct sched_queue *q)
 		return share;
 	uint64_t left = s->p.max_inflight - short_depth, rest = wsum - short_wsum;
 	uint64_t filled = (left * q->ent.weight + rest - 1) / rest;
-	if (filled > s->p.max_inflight)
+	if (filled > s->p.max_inflight)	/* others' parts not yet brought up to date */
 		filled = s->p.max_inflight;
 	return filled > share ? (uint32_t)filled : share;
 }

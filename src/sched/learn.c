@@ -268,16 +268,16 @@ static void cycle_slowed(struct sched *s, struct sched_queue *q, bool waker_inje
 			in->limit_zero_ns = now_ns;
 	}
 	in->ceiling = in->limit;
-	in->ceiling_set = true;
 }
 
 /* A batch that was not slowed: the ceiling doubles, until it is no bound. */
 static void cycle_fine(struct sched *s, struct queue_inject *in)
 {
-	if (!in->ceiling_set)
+	if (in->ceiling == INJECT_NO_CEILING)
 		return;
 	in->ceiling = in->ceiling * 2 + 1;
-	in->ceiling_set = in->ceiling < s->p.max_inflight - 1;
+	if (in->ceiling >= s->p.max_inflight - 1)
+		in->ceiling = INJECT_NO_CEILING;
 }
 
 /* One more cycle with others injected: whether it closed a slowed batch. */
@@ -354,7 +354,9 @@ void sched_learn_inject_limit(struct sched *s, struct sched_queue *q, const stru
 	if (!in->svc_alone_ns || cycle_was_slowed)
 		return;
 	if (svc_ns * 100 <= in->svc_alone_ns * s->p.inject_slowdown_pct) {
-		uint32_t most = in->ceiling_set ? in->ceiling : s->p.max_inflight - 1;
+		uint32_t most = s->p.max_inflight - 1;
+		if (in->ceiling < most)
+			most = in->ceiling;
 		if (r->others_inflight >= in->limit)
 			in->limit = r->others_inflight + 1 < most ? r->others_inflight + 1 : most;
 		return;
@@ -376,7 +378,7 @@ uint32_t sched_inject_limit(struct sched *s, struct sched_queue *g, uint64_t now
 	struct queue_inject *in = &g->inject;
 	if (in->svc_alone_ns && !in->limit && now_ns - in->limit_zero_ns >= s->p.inject_reprobe_ns) {
 		in->limit = 1;
-		if (in->ceiling_set && !in->ceiling)
+		if (!in->ceiling)
 			in->ceiling = 1;
 	}
 	uint32_t limit = in->svc_alone_ns ? in->limit : 0;

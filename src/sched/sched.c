@@ -137,6 +137,7 @@ static struct sched_queue *queue_new(struct sched *s, uint64_t tenant_id, uint32
 	sched_list_init(&q->reqs);
 	q->slice.budget_bytes = s->p.budget_initial_bytes;
 	q->inject.limit = 1;
+	q->inject.ceiling = INJECT_NO_CEILING;
 	return q;
 }
 

@@ -134,13 +134,13 @@ struct queue_cycle {
 };
 
 /* Service time of its requests, for the injection limit (learn.c). */
+#define INJECT_NO_CEILING UINT32_MAX
 struct queue_inject {
 	uint64_t svc_alone_ns;		/* with nothing else in flight, 0: unknown */
 	uint64_t svc_min_ns;		/* fastest with others in flight ... */
 	uint32_t svc_samples;		/* ... of this many */
 	uint32_t limit;			/* others' requests that may be in flight */
-	uint32_t ceiling;		/* the most the cycles allow it, ... */
-	bool ceiling_set;		/* ... since a batch of them was slowed */
+	uint32_t ceiling;		/* the most its cycles allow, INJECT_NO_CEILING: no bound */
 	uint64_t limit_zero_ns;		/* when the limit last dropped to 0 */
 };
 
