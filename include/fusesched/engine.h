@@ -99,6 +99,14 @@ void engine_stop(struct engine *e);
 
 void engine_free(struct engine *e);
 
+/*
+ * The engine's threads by name (top -H, /proc/PID/task/TID/comm): the one
+ * reactor, and the blocking executors, which also answer large reads so
+ * that the reactor never spends a copy's time on one tenant's answer.
+ */
+#define ENGINE_REACTOR_THREAD "fs-reactor"
+#define ENGINE_EXECUTOR_THREAD "fs-executor"
+
 /* The datapath fs/ submits to. Valid while the engine lives. */
 struct datapath *engine_datapath(struct engine *e);
 

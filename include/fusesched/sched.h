@@ -136,6 +136,11 @@ struct sched_req {
 	enum sched_op op;
 	uint64_t bytes;			/* may be 0 */
 	bool sync;			/* the caller waits for it (direct, dsync, read) */
+	uint64_t arrival_ns;		/* when it reached the daemon, on the scheduler's clock;
+					 * 0: at sched_enqueue. Think times run from a
+					 * completion to the next arrival, so a wait in the
+					 * daemon before the scheduler saw it is not counted
+					 * as the caller's thinking. */
 
 	/* private to the scheduler; enqueue_ns may be read after completion */
 	struct sched_link link;		/* in its queue's (fifo: the scheduler's) request list */

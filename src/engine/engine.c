@@ -61,6 +61,14 @@
  * executor only briefly.
  */
 #define COPY_CHUNK_BYTES (4u << 20)
+/*
+ * A read that moved at least this much is answered by a blocking executor,
+ * not the reactor: the answer's copy into the caller's pages (about 100 us
+ * for 512 KiB here) would hold up every tenant's hand-overs, completions and
+ * dispatches behind one tenant's large reads. Smaller answers cost less
+ * than the hand-over to a thread.
+ */
+#define ANSWER_AWAY_BYTES (64u << 10)
 
 /* The solo token (see take_solo). Only the reactor closes and opens it. */
 enum solo_state {
@@ -94,6 +102,8 @@ struct engine_req {
 	bool ran_solo;             /* a worker ran it at once (see take_solo); the scheduler is told */
 	void (*meta_run)(void *arg);  /* META: runs and answers it */
 	void *meta_arg;
+	bool answer_away;          /* done at the store: an executor answers it (ANSWER_AWAY_BYTES) */
+	int answer_res;            /* ... with this result */
 };
 
 /* What one tenant holds of what the workers share (engine.per_tenant). */
@@ -593,6 +603,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->meta_arg = r->meta_arg;
 	er->tenant = tenant_of(e, r);
 	er->submit_ns = clock_now_ns();
+	er->sched.arrival_ns = er->submit_ns;
 	er->sched.op = sched_op_of(r->op);
 	/* A fallocate's length is not bytes moved: it would inflate the learned rate. */
 	er->sched.bytes = r->op == DATAPATH_FALLOCATE ? 0 : er->size_bytes;
@@ -837,6 +848,7 @@ static void wait_for_blocking_work(struct engine *e, bool trims, uint64_t *next_
 static void *blocking_main(void *arg)
 {
 	struct engine *e = arg;
+	(void)pthread_setname_np(pthread_self(), ENGINE_EXECUTOR_THREAD);
 	pthread_mutex_lock(&e->blocking_lock);
 	bool trims = e->executors_running++ == 0;
 	uint64_t next_trim_ns = clock_now_ns() + TRIM_EVERY_NS;
@@ -852,7 +864,9 @@ static void *blocking_main(void *arg)
 		if (!e->blocking_head)
 			e->blocking_tail = NULL;
 		pthread_mutex_unlock(&e->blocking_lock);
-		if (er->op == DATAPATH_META) {
+		if (er->answer_away) {
+			finish(e, er, er->answer_res);
+		} else if (er->op == DATAPATH_META) {
 			er->meta_run(er->meta_arg);
 			finish(e, er, 0);
 		} else {
@@ -951,6 +965,12 @@ static void on_completion(struct engine *e, struct engine_req *er, int res)
 	if (transfer && res == 0 && er->op == DATAPATH_WRITE && er->done_bytes == 0 &&
 	    er->size_bytes > 0)
 		res = -EIO; /* a write that makes no progress would loop forever */
+	if (er->op == DATAPATH_READ && er->done_bytes >= ANSWER_AWAY_BYTES) {
+		er->answer_away = true;
+		er->answer_res = res;
+		run_blocking(e, er);
+		return;
+	}
 	finish(e, er, res);
 }
 
@@ -1286,6 +1306,7 @@ static void *reactor_main(void *arg)
 {
 	struct engine *e = arg;
 	on_reactor = true;
+	(void)pthread_setname_np(pthread_self(), ENGINE_REACTOR_THREAD);
 	raise_reactor_priority();
 	arm_wake_read(e);
 	for (;;) {

@@ -21,7 +21,9 @@ static void think_learn(struct sched *s, struct sched_queue *q, uint64_t now_ns)
 	struct queue_think *t = &q->think;
 	if (!t->completed)
 		return;
-	uint64_t think = now_ns - t->last_complete_ns;
+	/* A completion the scheduler heard of after the next request arrived
+	 * (answered on another thread): no think time at all. */
+	uint64_t think = now_ns > t->last_complete_ns ? now_ns - t->last_complete_ns : 0;
 	t->think_ns = t->samples ? ewma8(t->think_ns, think) : think;
 	t->samples++;
 	if (q->cycle.open && !q->cycle.shared && s->dispatch_seq == q->cycle.dispatch_seq) {

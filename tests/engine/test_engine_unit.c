@@ -37,6 +37,7 @@ struct answer {
 	int err;
 	uint64_t bytes;
 	unsigned char *data; /* a read's bytes, copied */
+	char thread[16];     /* the name of the thread that answered */
 };
 
 static struct answer answers[MAX_REQUESTS];
@@ -54,6 +55,7 @@ static void record_answer(fuse_req_t req, enum datapath_op op, int err, const vo
 		answered_twice++;
 	} else {
 		answers[i] = (struct answer){.done = true, .op = op, .err = err, .bytes = bytes};
+		(void)pthread_getname_np(pthread_self(), answers[i].thread, sizeof(answers[i].thread));
 		if (op == DATAPATH_READ && !err && bytes) {
 			answers[i].data = malloc(bytes);
 			memcpy(answers[i].data, data, bytes);
@@ -470,6 +472,42 @@ START_TEST(short_reads_through_the_ring)
 }
 END_TEST
 
+/*
+ * Who answers a read through the ring: a small one the reactor, at once; a
+ * large one an executor, so that one tenant's copies never hold up the
+ * reactor that every tenant's requests pass through. Both answers carry
+ * the file's bytes and are counted once.
+ */
+START_TEST(large_reads_are_answered_off_the_reactor)
+{
+	engine_up(false, 16);
+	struct datapath_file f;
+	open_file("large", O_RDWR, &f);
+	enum { LARGE = 512 << 10, SMALL = 4096 };
+	unsigned char *data = malloc(LARGE);
+	ck_assert_ptr_nonnull(data);
+	fill(data, LARGE, 5);
+	ck_assert_int_eq(pwrite(f.fd, data, LARGE, 0), LARGE);
+	fuse_req_t large = submit(&f, DATAPATH_READ, 0, LARGE, NULL);
+	fuse_req_t small = submit(&f, DATAPATH_READ, LARGE - SMALL, SMALL, NULL);
+	struct answer a = wait_answer(large), b = wait_answer(small);
+	ck_assert_int_eq(a.err, 0);
+	ck_assert_int_eq(a.bytes, LARGE);
+	ck_assert_int_eq(memcmp(a.data, data, LARGE), 0);
+	ck_assert_str_eq(a.thread, ENGINE_EXECUTOR_THREAD);
+	ck_assert_int_eq(b.err, 0);
+	ck_assert_int_eq(b.bytes, SMALL);
+	ck_assert_int_eq(memcmp(b.data, data + LARGE - SMALL, SMALL), 0);
+	ck_assert_str_eq(b.thread, ENGINE_REACTOR_THREAD);
+	struct stats_tenant_snapshot st = tenant_stats(&f);
+	ck_assert_uint_eq(st.ops[STATS_OP_READ], 2);
+	ck_assert_uint_eq(st.bytes[STATS_OP_READ], LARGE + SMALL);
+	free(data);
+	close_file(&f);
+	engine_down();
+}
+END_TEST
+
 /* The backing store's errors reach the caller and are counted. */
 static void errors_are_answered(bool solo)
 {
@@ -704,6 +742,7 @@ static Suite *engine_unit_suite(void)
 	tcase_add_test(tc, kernel_queue_rises_only_when_full);
 	tcase_add_test(tc, short_reads_solo);
 	tcase_add_test(tc, short_reads_through_the_ring);
+	tcase_add_test(tc, large_reads_are_answered_off_the_reactor);
 	tcase_add_test(tc, errors_solo);
 	tcase_add_test(tc, errors_through_the_ring);
 	tcase_add_test(tc, copy_file_range_in_pieces);

@@ -437,6 +437,47 @@ START_TEST(no_credit_for_staying_away)
 }
 END_TEST
 
+/* A think time runs from a completion to the caller's next request reaching
+ * the daemon (arrival_ns), not to the scheduler seeing it: on a busy daemon
+ * the request can wait milliseconds to be handed over, and counted as
+ * thinking, that wait cost a depth-1 reader its idle windows. A completion
+ * the scheduler hears of after the next arrival (answered on another
+ * thread) is no think time at all, not a wrapped one. */
+START_TEST(think_time_runs_to_the_arrival)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 4);
+	struct sched_queue *a = queue(s, 1, 100), *b = queue(s, 2, 100);
+	struct sched_req ra[5], rb[3];
+	uint64_t now = 0, completed = 0;
+	for (int i = 0; i < 3; i++) {
+		req_init(&rb[i], b, SCHED_OP_READ, 4096);
+		sched_enqueue(s, &rb[i], now);
+	}
+	for (int round = 0; round < 5; round++) {
+		req_init(&ra[round], a, SCHED_OP_READ, 4096);
+		ra[round].sync = true;
+		/* the last one arrived before its predecessor's completion was heard of */
+		ra[round].arrival_ns = round == 4 ? completed - 500 * US : completed + 20 * US;
+		now = completed + 3000 * US;	/* handed over 3 ms later */
+		sched_enqueue(s, &ra[round], now);
+		struct sched_req *r;
+		while ((r = sched_dispatch(s, now)) && r != &ra[round])
+			;
+		ck_assert_ptr_eq(r, &ra[round]);
+		completed = now + 100 * US;
+		sched_complete(s, r, completed);
+	}
+	struct sched_queue_stats st;
+	sched_queue_stats(a, &st);
+	ck_assert_uint_gt(st.think_ns, 0);
+	ck_assert_uint_le(st.think_ns, 20 * US);
+	/* a thinks 20 us: it is idled for, b waits */
+	ck_assert_uint_ge(st.idle_windows, 1);
+	ck_assert_uint_ne(sched_next_deadline(s), SCHED_DEADLINE_NONE);
+	sched_free(s);
+}
+END_TEST
+
 /* A tenant whose arrivals keep following another's completions learns that
  * one as its waker; a busy neighbour completing at random does not qualify. */
 START_TEST(waker_detected)
@@ -1729,6 +1770,7 @@ int main(void)
 	tcase_add_test(tc, weight_change_while_backlogged);
 	tcase_add_test(tc, vtime_after_long_idle);
 	tcase_add_test(tc, no_credit_for_staying_away);
+	tcase_add_test(tc, think_time_runs_to_the_arrival);
 	tcase_add_test(tc, waker_detected);
 	tcase_add_test(tc, injection_backs_off_when_cycles_slow);
 	tcase_add_test(tc, fsync_charged_by_time_held);
