@@ -39,7 +39,8 @@
  *   cap            a queue's share of the dispatch depth (max_inflight) by
  *                  weight; past it the queue in service yields free slots.
  *   think time     from the completion that left a queue empty to its next
- *                  arrival: how long its callers take to come back.
+ *                  arrival at the daemon (sched_req.arrival_ns): how long its
+ *                  callers take to come back.
  *   idle window    time the store is kept for the queue in service after it
  *                  ran empty, waiting for its next request instead of handing
  *                  the store to others (think time * idle_think_pct).
