@@ -101,7 +101,9 @@ struct sched_params {
 	uint64_t idle_fixed_ns;			/* 0: learn the window; else always this */
 	uint64_t idle_min_ns;			/* 20 us: shortest idle window */
 	uint64_t idle_max_ns;			/* 1 ms: longer think time is not idled for */
-	uint32_t idle_think_pct;		/* 200: window = think time * pct / 100 */
+	uint32_t idle_think_pct;		/* 200: window = return time * pct / 100;
+						 * idled for if think time * pct / 100
+						 * is within idle_max_ns */
 	bool inject_enable;			/* true: inject while idling */
 	uint64_t small_sync_write_bytes;	/* 16 KiB: "small" sync writes inject */
 	uint32_t inject_slowdown_pct;		/* 150: back off past 1.5x baseline */

@@ -34,7 +34,8 @@ static uint64_t idle_window_ns(const struct sched *s, const struct sched_queue *
 {
 	if (s->p.idle_fixed_ns)
 		return s->p.idle_fixed_ns;
-	uint64_t w = q->think.think_ns * s->p.idle_think_pct / 100;
+	/* long enough for its next request to reach the scheduler */
+	uint64_t w = q->think.return_ns * s->p.idle_think_pct / 100;
 	if (w < s->p.idle_min_ns)
 		w = s->p.idle_min_ns;
 	return w > s->p.idle_max_ns ? s->p.idle_max_ns : w;

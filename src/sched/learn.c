@@ -16,15 +16,18 @@ static uint64_t ewma8(uint64_t avg, uint64_t sample)
 
 /* ---- think time ---- */
 
-static void think_learn(struct sched *s, struct sched_queue *q, uint64_t now_ns)
+static void think_learn(struct sched *s, struct sched_queue *q, uint64_t arrival_ns,
+			uint64_t now_ns)
 {
 	struct queue_think *t = &q->think;
 	if (!t->completed)
 		return;
 	/* A completion the scheduler heard of after the next request arrived
 	 * (answered on another thread): no think time at all. */
-	uint64_t think = now_ns > t->last_complete_ns ? now_ns - t->last_complete_ns : 0;
+	uint64_t think = arrival_ns > t->last_complete_ns ? arrival_ns - t->last_complete_ns : 0;
+	uint64_t ret = now_ns - t->last_complete_ns;
 	t->think_ns = t->samples ? ewma8(t->think_ns, think) : think;
+	t->return_ns = t->samples ? ewma8(t->return_ns, ret) : ret;
 	t->samples++;
 	if (q->cycle.open && !q->cycle.shared && s->dispatch_seq == q->cycle.dispatch_seq) {
 		t->alone_ns = t->alone_samples ? ewma8(t->alone_ns, think) : think;
@@ -93,14 +96,15 @@ static void waker_detect(struct sched *s, struct sched_queue *q, uint64_t now_ns
 	}
 }
 
-void sched_learn_arrival(struct sched *s, struct sched_queue *q, uint64_t now_ns)
+void sched_learn_arrival(struct sched *s, struct sched_queue *q, uint64_t arrival_ns,
+			 uint64_t now_ns)
 {
 	if (queue_busy(q)) {
 		q->cycle.open = false;	/* more than one at a time: no think-time cycle */
 		return;
 	}
-	think_learn(s, q, now_ns);
-	waker_detect(s, q, now_ns);
+	think_learn(s, q, arrival_ns, now_ns);
+	waker_detect(s, q, arrival_ns);
 }
 
 /* ---- what a request needs of the store ----

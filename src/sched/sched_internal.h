@@ -40,10 +40,11 @@
  *                  weight; past it the queue in service yields free slots.
  *   think time     from the completion that left a queue empty to its next
  *                  arrival at the daemon (sched_req.arrival_ns): how long its
- *                  callers take to come back.
+ *                  callers take to come back. Its return time runs to the
+ *                  scheduler seeing that request: the idle window's length.
  *   idle window    time the store is kept for the queue in service after it
  *                  ran empty, waiting for its next request instead of handing
- *                  the store to others (think time * idle_think_pct).
+ *                  the store to others (return time * idle_think_pct).
  *   injection      letting another queue's request in while the one in
  *                  service cannot use the store (idling or holding).
  *   injection limit  how many others' requests may be at the store while a
@@ -109,8 +110,13 @@ struct queue_slice {
 struct queue_think {
 	bool completed;			/* a completion was seen: last_complete_ns is valid */
 	uint64_t last_complete_ns;
+	/* To the next request's arrival at the daemon: its callers' own time,
+	 * what says whether it is worth idling for. */
 	uint64_t think_ns;
 	uint32_t samples;
+	/* To the scheduler seeing that request, the daemon's hand-over
+	 * included: what an idle window must last to see it. */
+	uint64_t return_ns;
 	/* Only the think times after which nobody else had been dispatched:
 	 * others' load stretches its callers' think time (a shared CPU). */
 	uint64_t alone_ns;
@@ -430,7 +436,8 @@ void sched_tree_free_all(struct sched *s);
 /* learn.c */
 /* A request arrives at q, not counted yet: if q was not busy, its think
  * time and its waker; if it was, it is not one request at a time. */
-void sched_learn_arrival(struct sched *s, struct sched_queue *q, uint64_t now_ns);
+void sched_learn_arrival(struct sched *s, struct sched_queue *q, uint64_t arrival_ns,
+			 uint64_t now_ns);
 /* q's completion time (think time), tenant and time (wakers), bytes (rate). */
 void sched_learn_completion(struct sched *s, struct sched_queue *q, const struct sched_req *r,
 			    uint64_t now_ns);
