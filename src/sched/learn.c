@@ -210,8 +210,15 @@ void sched_learn_completion(struct sched *s, struct sched_queue *q, const struct
 {
 	q->think.last_complete_ns = now_ns;
 	q->think.completed = true;
-	s->recent[s->recent_next] = (struct recent_completion){ q->tenant_id, now_ns };
-	s->recent_next = (s->recent_next + 1) % RECENT_COMPLETIONS;
+	/* Only a completion that leaves its tenant nothing at the store can
+	 * be what another waits for (a journal's commit): a deep tenant's
+	 * completions come all the time, precede a depth-1 neighbour's
+	 * arrivals by chance, and would make it a waker, injected past the
+	 * limit while that neighbour is idled for. */
+	if (!q->inflight) {
+		s->recent[s->recent_next] = (struct recent_completion){ q->tenant_id, now_ns };
+		s->recent_next = (s->recent_next + 1) % RECENT_COMPLETIONS;
+	}
 	rate_learn(s, q, r, now_ns);
 }
 

@@ -437,6 +437,61 @@ START_TEST(no_credit_for_staying_away)
 }
 END_TEST
 
+/* A waker is a tenant whose completion ends what it had at the store (a
+ * journal's commit). A deep neighbour completing one of many requests just
+ * before each of q's arrivals is a stream, not what q waits for: taken for
+ * a waker, it was injected past the injection limit while q was idled for,
+ * and on a disk with its own queue every such request was a wait for q. */
+START_TEST(a_streaming_neighbour_is_no_waker)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 16);
+	struct sched_queue *w = queue(s, 1, 100), *d = queue(s, 2, 100);
+	enum { DEEP = 64 };
+	struct sched_req rd[DEEP], rw[8], *flying[DEEP], *r;
+	uint32_t nd = 0, nflying = 0;
+	uint64_t now = 0;
+	for (; nd < 12; nd++) {
+		req_init(&rd[nd], d, SCHED_OP_READ, 65536);
+		rd[nd].sync = true;
+		sched_enqueue(s, &rd[nd], now);
+	}
+	while ((r = sched_dispatch(s, now)))
+		flying[nflying++] = r;
+	for (int round = 0; round < 8; round++) {
+		req_init(&rw[round], w, SCHED_OP_READ, 4096);
+		rw[round].sync = true;
+		sched_enqueue(s, &rw[round], now);
+		struct sched_req *mine = NULL;
+		for (int g = 0; !mine; g++) {
+			ck_assert_int_lt(g, 4);
+			while ((r = sched_dispatch(s, now))) {
+				if (r == &rw[round])
+					mine = r;
+				else
+					flying[nflying++] = r;
+			}
+			if (!mine)
+				sched_timer(s, now = sched_next_deadline(s));
+		}
+		now += 100 * US;
+		sched_complete(s, mine, now);
+		/* one of d's many completes just before w's next arrival */
+		ck_assert_uint_ge(nflying, 2);
+		now += 10 * US;
+		sched_complete(s, flying[--nflying], now);
+		ck_assert_uint_lt(nd, DEEP);
+		req_init(&rd[nd], d, SCHED_OP_READ, 65536);
+		rd[nd].sync = true;
+		sched_enqueue(s, &rd[nd++], now);
+		now += 5 * US;
+	}
+	struct sched_queue_stats st;
+	sched_queue_stats(w, &st);
+	ck_assert(!st.has_waker);
+	sched_free(s);
+}
+END_TEST
+
 /* A think time runs from a completion to the caller's next request reaching
  * the daemon (arrival_ns), not to the scheduler seeing it: on a busy daemon
  * the request can wait milliseconds to be handed over, and counted as
@@ -1775,6 +1830,7 @@ int main(void)
 	tcase_add_test(tc, no_credit_for_staying_away);
 	tcase_add_test(tc, think_time_runs_to_the_arrival);
 	tcase_add_test(tc, waker_detected);
+	tcase_add_test(tc, a_streaming_neighbour_is_no_waker);
 	tcase_add_test(tc, injection_backs_off_when_cycles_slow);
 	tcase_add_test(tc, fsync_charged_by_time_held);
 	tcase_add_test(tc, time_charge_shared_within_batch);
