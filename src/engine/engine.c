@@ -102,8 +102,7 @@ struct engine_req {
 	bool ran_solo;             /* a worker ran it at once (see take_solo); the scheduler is told */
 	void (*meta_run)(void *arg);  /* META: runs and answers it */
 	void *meta_arg;
-	bool answer_away;          /* done at the store: an executor answers it (ANSWER_AWAY_BYTES) */
-	int answer_res;            /* ... with this result */
+	int answer_res;            /* a read done at the store, answered by an executor with this (ANSWER_AWAY_BYTES) */
 };
 
 /* What one tenant holds of what the workers share (engine.per_tenant). */
@@ -864,8 +863,8 @@ static void *blocking_main(void *arg)
 		if (!e->blocking_head)
 			e->blocking_tail = NULL;
 		pthread_mutex_unlock(&e->blocking_lock);
-		if (er->answer_away) {
-			finish(e, er, er->answer_res);
+		if (er->op == DATAPATH_READ) {
+			finish(e, er, er->answer_res); /* reads come here only to be answered */
 		} else if (er->op == DATAPATH_META) {
 			er->meta_run(er->meta_arg);
 			finish(e, er, 0);
@@ -966,7 +965,6 @@ static void on_completion(struct engine *e, struct engine_req *er, int res)
 	    er->size_bytes > 0)
 		res = -EIO; /* a write that makes no progress would loop forever */
 	if (er->op == DATAPATH_READ && er->done_bytes >= ANSWER_AWAY_BYTES) {
-		er->answer_away = true;
 		er->answer_res = res;
 		run_blocking(e, er);
 		return;
