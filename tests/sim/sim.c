@@ -37,6 +37,8 @@ struct tstate {
 	uint64_t next_ok_ns;		/* rate limit */
 	struct lat_vec lat;
 	uint64_t ops, bytes, store_ns;
+	uint64_t charged_at_warmup;	/* its charged bytes when warm-up ended */
+	bool warm;
 	uint64_t win_bytes[SIM_MAX_WINDOWS], win_store_ns[SIM_MAX_WINDOWS];
 	uint64_t stall_until_ns[SIM_MAX_THREADS];	/* caller thread descheduled until */
 };
@@ -295,6 +297,12 @@ static void reap_one(struct sim *m, struct sim_req *r)
 	const struct sim_scenario *sc = m->sc;
 	const struct sim_tenant *tc = &sc->t[r->tenant];
 	struct tstate *ts = &m->ts[r->tenant];
+	if (m->now_ns >= sc->warmup_ns && !ts->warm) {
+		struct sched_queue_stats st;
+		sched_queue_stats(ts->q, &st);
+		ts->charged_at_warmup = st.charged_bytes;
+		ts->warm = true;
+	}
 	sched_complete(m->s, &r->sr, m->now_ns);
 	if (m->now_ns >= sc->warmup_ns) {
 		ts->ops++;
@@ -449,6 +457,7 @@ static void results_fill(struct sim *m, struct sim_result *out)
 		tr->lat_p99_ns = pct_of(&ts->lat, 99);
 		tr->lat_max_ns = ts->lat.n ? ts->lat.v[ts->lat.n - 1] : 0;
 		sched_queue_stats(ts->q, &tr->st);
+		tr->charged_bytes = tr->st.charged_bytes - ts->charged_at_warmup;
 	}
 	out->total_mb_per_s = (double)total / 1e6 / secs;
 	out->store_busy = (double)store_ns / 1e9 / secs;

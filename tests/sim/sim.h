@@ -128,6 +128,7 @@ struct sim_scenario {
 struct sim_tenant_result {
 	uint64_t ops, bytes;
 	uint64_t store_ns;	/* the store's slot time its requests took */
+	uint64_t charged_bytes;	/* what the scheduler charged it for them */
 	double mb_per_s, share;
 	uint64_t lat_p50_ns, lat_p99_ns, lat_max_ns;
 	struct sched_queue_stats st;

@@ -354,14 +354,23 @@ out:
 
 /* ---- the shape matrix ---- */
 
+/* billed: a tenant's part of what bfq charged over its part of the store
+ * time its requests held, after warm-up. 1.00 is billing by store time;
+ * above it, the tenant paid for others' time (waits behind them counted as
+ * its own), and the weights divide the store wrongly by that much. */
 static void shape_detail(const struct sim_scenario *sc, const struct sim_matrix_outcome *o)
 {
 	static const char cls[] = "-BS";
+	uint64_t charged = 0, store_ns = 0;
+	for (uint32_t i = 0; i < sc->ntenants; i++) {
+		charged += o->bfq.t[i].charged_bytes;
+		store_ns += o->bfq.t[i].store_ns;
+	}
 	printf("  %-3s %-34s %9s %7s", "t", "tenant", "solo MB/s", "slots");
 	for (uint32_t w = 0; w < sc->nwindows; w++)
 		printf("   win%u got/target", w);
-	printf(" %6s %20s %6s %7s %6s %6s %6s %5s %5s\n", "idled", "inj waker/sync/gen", "exh",
-	       "tmo/emp", "idle", "preemp", "budget", "think", "limit");
+	printf(" %6s %6s %20s %6s %7s %6s %6s %6s %5s %5s\n", "billed", "idled", "inj waker/sync/gen",
+	       "exh", "tmo/emp", "idle", "preemp", "budget", "think", "limit");
 	for (uint32_t i = 0; i < sc->ntenants; i++) {
 		const struct sim_matrix_tenant *t = &o->t[i];
 		const struct sched_queue_stats *st = &o->bfq.t[i].st;
@@ -370,6 +379,12 @@ static void shape_detail(const struct sim_scenario *sc, const struct sim_matrix_
 		printf("  %-3u %-34s %9.2f %7.3f", i, d, t->solo.mb_per_s, t->solo.slots);
 		for (uint32_t w = 0; w < sc->nwindows; w++)
 			printf(" %c %8.3f/%-8.3f", cls[t->cls[w]], t->got[w], t->target[w]);
+		const struct sim_tenant_result *tr = &o->bfq.t[i];
+		if (charged && store_ns && tr->store_ns)
+			printf(" %6.2f", ((double)tr->charged_bytes / (double)charged) /
+					     ((double)tr->store_ns / (double)store_ns));
+		else
+			printf(" %6s", "-");
 		char inj[48];
 		snprintf(inj, sizeof(inj), "%lu/%lu/%lu",
 			 (unsigned long)st->injected_ops[SCHED_INJECT_WAKER],
