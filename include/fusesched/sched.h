@@ -93,9 +93,9 @@ struct sched_params {
 	uint32_t max_inflight;			/* 32: requests at the store at once */
 	uint32_t default_weight;		/* 100, for sched_queue_get(weight 0) */
 	uint64_t budget_timeout_ns;		/* 20 ms: longest a tenant holds the store */
-	uint64_t budget_min_bytes;		/* 64 KiB: smallest budget */
-	uint64_t budget_initial_bytes;		/* 256 KiB: budget of a new tenant */
-	uint64_t budget_max_bytes;		/* 64 MiB: cap on the learned maximum */
+	uint64_t budget_min_bytes;		/* 16 KiB: smallest budget */
+	uint64_t budget_initial_bytes;		/* 16 KiB: budget of a new tenant */
+	uint64_t budget_max_bytes;		/* 64 KiB: largest budget (see DESIGN 9) */
 	uint64_t peak_window_ns;		/* 2 ms: window to measure the peak rate */
 	bool idle_enable;			/* true: idle for service guarantees */
 	uint64_t idle_fixed_ns;			/* 0: learn the window; else always this */
