@@ -1,11 +1,13 @@
 /* fusesched-sim: the scenario table for people (bfq vs fifo vs bfq without
  * injection / idling; for H1..H6 also bfq with every tenant at the root),
  * --bench-scale, the per-request cost at 10, 1000 and 10000 tenants, and
- * --matrix / --shape, the seeded shape matrix and its properties (sim.h). */
+ * --matrix / --shape, the seeded shape matrix and its properties (sim.h),
+ * with --set PARAM=VALUE to try any scheduler tunable on it. */
 #include "sim.h"
 #include "fusesched/clock.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -466,10 +468,88 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
+/* --set NAME=VALUE: any tunable of struct sched_params, over the judged
+ * policy's own, so that a change can be tried on the matrix before it is
+ * made a default. */
+enum param_kind { PARAM_U32, PARAM_U64, PARAM_BOOL };
+#define PARAM(name, kind) { #name, offsetof(struct sched_params, name), kind }
+static const struct param_field {
+	const char *name;
+	size_t offset;
+	enum param_kind kind;
+} param_fields[] = {
+	PARAM(max_inflight, PARAM_U32), PARAM(default_weight, PARAM_U32),
+	PARAM(budget_timeout_ns, PARAM_U64), PARAM(budget_min_bytes, PARAM_U64),
+	PARAM(budget_initial_bytes, PARAM_U64), PARAM(budget_max_bytes, PARAM_U64),
+	PARAM(peak_window_ns, PARAM_U64), PARAM(idle_enable, PARAM_BOOL),
+	PARAM(idle_fixed_ns, PARAM_U64), PARAM(idle_min_ns, PARAM_U64),
+	PARAM(idle_max_ns, PARAM_U64), PARAM(idle_think_pct, PARAM_U32),
+	PARAM(inject_enable, PARAM_BOOL), PARAM(small_sync_write_bytes, PARAM_U64),
+	PARAM(inject_slowdown_pct, PARAM_U32), PARAM(inject_cycle_slowdown_pct, PARAM_U32),
+	PARAM(inject_reprobe_ns, PARAM_U64), PARAM(quiet_every_ns, PARAM_U64),
+	PARAM(waker_gap_ns, PARAM_U64), PARAM(waker_hits, PARAM_U32),
+	PARAM(waker_window_ns, PARAM_U64), PARAM(charge_by_time, PARAM_BOOL),
+	PARAM(hold_depth_pct, PARAM_U32), PARAM(hold_min_inflight, PARAM_U32),
+	PARAM(away_window_ns, PARAM_U64), PARAM(async_depth_pct, PARAM_U32),
+	PARAM(async_sync_window_ns, PARAM_U64), PARAM(reserve_window_ns, PARAM_U64),
+	PARAM(reserve_max_pct, PARAM_U32),
+};
+#define NPARAMS (sizeof(param_fields) / sizeof(param_fields[0]))
+
+static struct {
+	const struct param_field *field;
+	uint64_t value;
+} overrides[NPARAMS];
+static size_t noverrides;
+static const struct policy *judged;
+
+static void set_judged(struct sched_params *p)
+{
+	judged->set(p);
+	for (size_t i = 0; i < noverrides; i++) {
+		char *at = (char *)p + overrides[i].field->offset;
+		switch (overrides[i].field->kind) {
+		case PARAM_U32: *(uint32_t *)(void *)at = (uint32_t)overrides[i].value; break;
+		case PARAM_U64: *(uint64_t *)(void *)at = overrides[i].value; break;
+		case PARAM_BOOL: *(bool *)at = overrides[i].value; break;
+		}
+	}
+}
+
+/* "NAME=VALUE" into overrides; false (with a message) if it is not one. */
+static bool parse_override(const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+	const struct param_field *f = NULL;
+	for (size_t i = 0; i < NPARAMS && !f; i++)
+		if (strlen(param_fields[i].name) == len && !strncmp(param_fields[i].name, arg, len))
+			f = &param_fields[i];
+	if (!f) {
+		fprintf(stderr, "fusesched-sim: --set %s: no such scheduler parameter "
+				"(the fields of struct sched_params, e.g. budget_max_bytes)\n", arg);
+		return false;
+	}
+	uint64_t v;
+	if (!eq || !parse_u64(eq + 1, &v) || (f->kind == PARAM_BOOL && v > 1) ||
+	    (f->kind == PARAM_U32 && v > UINT32_MAX)) {
+		fprintf(stderr, "fusesched-sim: --set %s: the value must be %s\n", arg,
+			f->kind == PARAM_BOOL ? "0 or 1" : "a non-negative integer");
+		return false;
+	}
+	size_t i = 0;
+	while (i < noverrides && overrides[i].field != f)
+		i++;
+	overrides[i].field = f;
+	overrides[i].value = v;
+	noverrides += i == noverrides;
+	return true;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: fusesched-sim [--bench-scale | --matrix N [--from SEED] [-v] |"
-			" --shape SEED] [--policy NAME]\n");
+			" --shape SEED] [--policy NAME] [--set PARAM=VALUE]...\n");
 	return 2;
 }
 
@@ -495,11 +575,16 @@ int main(int argc, char **argv)
 					return usage();
 				pol = &policies[k];
 				i++;
+			} else if (!strcmp(argv[i], "--set") && i + 1 < argc) {
+				if (!parse_override(argv[++i]))
+					return 2;
 			} else {
 				return usage();
 			}
 		}
-		return matrix(from, n, verbose, pol);
+		judged = pol;
+		struct policy with_overrides = { pol->name, set_judged };
+		return matrix(from, n, verbose, &with_overrides);
 	}
 	if (argc == 2 && !strcmp(argv[1], "--bench-scale")) {
 		printf("scheduler cost, bfq defaults, max_inflight 32:\n");
