@@ -247,8 +247,15 @@ void sched_learn_completion(struct sched *s, struct sched_queue *q, const struct
 #define QUIET_ALONE 4
 #define CYCLE_BATCH 8
 
+/* A sample counts at most twice the mean: a cycle alone is the tenant's
+ * own think and service time, steady, and one that ran into a stall of the
+ * store (milliseconds, now and then) would otherwise set the baseline so
+ * high that no slowdown is seen for many cycles. A tenant that really
+ * slows down still moves the mean by a quarter per sample. */
 static void cycle_alone_learn(struct queue_cycle *c, uint64_t cycle_ns)
 {
+	if (c->alone_ns && cycle_ns > 2 * c->alone_ns)
+		cycle_ns = 2 * c->alone_ns;
 	c->alone_ns = c->alone_ns ? (c->alone_ns * 3 + cycle_ns) / 4 : cycle_ns;
 }
 
@@ -321,7 +328,14 @@ bool sched_learn_cycle(struct sched *s, struct sched_queue *q, const struct sche
 	struct queue_cycle *c = &q->cycle;
 	bool open = c->open && q->think.completed;
 	uint64_t cycle_ns = now_ns - q->think.last_complete_ns;
-	bool alone = s->dispatch_seq == c->dispatch_seq + 1 && !r->others_inflight && !c->shared;
+	/* Alone: nobody else's request at the store, dispatched, or even
+	 * arriving during the cycle. Others' arrivals are their callers and
+	 * the daemon's threads at work on the host's CPU: a deep tenant's
+	 * completions just before quiet cycles bring a burst of its next
+	 * requests, and cycles counted alone beside it were 3-10x the cycle
+	 * truly alone, so no slowdown was ever seen against them. */
+	bool alone = s->dispatch_seq == c->dispatch_seq + 1 && !r->others_inflight && !c->shared &&
+		     s->arrival_seq == c->arrival_seq + 1;
 	bool injected = s->inject_seq != c->inject_seq;
 	bool waker_injected = s->waker_inject_seq != c->waker_inject_seq;
 	c->open = !queue_busy(q);
@@ -329,6 +343,7 @@ bool sched_learn_cycle(struct sched *s, struct sched_queue *q, const struct sche
 	c->dispatch_seq = s->dispatch_seq;
 	c->inject_seq = s->inject_seq;
 	c->waker_inject_seq = s->waker_inject_seq;
+	c->arrival_seq = s->arrival_seq;
 	if (c->quiet_left) {
 		bool enough = alone && open && ++c->quiet_alone >= QUIET_ALONE;
 		c->quiet_left = enough ? 0 : c->quiet_left - 1;

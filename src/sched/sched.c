@@ -241,6 +241,7 @@ void sched_enqueue(struct sched *s, struct sched_req *r, uint64_t now_ns)
 {
 	struct sched_queue *q = r->queue;
 	r->enqueue_ns = now_ns;
+	s->arrival_seq++;
 	sched_learn_arrival(s, q, r->arrival_ns && r->arrival_ns < now_ns ? r->arrival_ns : now_ns,
 			    now_ns);
 	s->nbusy += !queue_busy(q);

@@ -130,7 +130,7 @@ struct queue_cycle {
 	bool open;			/* its last completion emptied it: a cycle runs */
 	bool shared;			/* others had requests in flight at that completion */
 	/* The scheduler's counters at that completion: what happened since. */
-	uint64_t dispatch_seq, inject_seq, waker_inject_seq;
+	uint64_t dispatch_seq, inject_seq, waker_inject_seq, arrival_seq;
 	uint64_t alone_ns;		/* mean cycle with the store to itself, 0: unknown */
 	uint64_t batch_ns;		/* cycles with others injected, summed ... */
 	uint32_t batch_n;		/* ... over this many */
@@ -300,6 +300,7 @@ struct sched {
 	uint64_t last_sync_ns;		/* last sync arrival, 0: none yet */
 	uint64_t dispatch_seq, inject_seq;	/* requests dispatched, injected so far */
 	uint64_t waker_inject_seq;	/* of those injected, as a waker */
+	uint64_t arrival_seq;		/* requests enqueued so far */
 
 	/* Sum over time of (time passed / requests in flight), in ns <<
 	 * STORE_SHARE_SHIFT: a request's store share is its advance over the
