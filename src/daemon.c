@@ -569,10 +569,9 @@ int daemon_run(const struct daemon_options *o)
 	/* Mounted, INIT not yet answered: the kernel's queue is sized while mounted unless fixed. */
 	if (!o->max_background[0]) {
 		if (kernel_queue_open(o->mountpoint, &kernel_queue, err, sizeof(err)) == 0) {
-			engine_set_kernel_queue(engine, set_kernel_queue, kernel_queue_outstanding, &kernel_queue,
-						fo.max_background);
-			fs_set_max_background(fs, engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES,
-									     fo.max_background));
+			fs_set_max_background(fs, engine_set_kernel_queue(engine, set_kernel_queue,
+									  kernel_queue_outstanding, &kernel_queue,
+									  fo.max_background));
 		} else {
 			fprintf(stderr, "fusesched: %s; max_background stays %u\n", err, fo.max_background);
 		}

@@ -115,26 +115,28 @@ struct datapath *engine_datapath(struct engine *e);
  * writeback: max_background) is one FIFO every tenant's requests pass
  * through, and the daemon reads each request whole, payload included. Its
  * length in requests is what the scheduler can see and choose among (deep
- * aio tenants keep their weights only if their requests are all in view);
- * its length in bytes is how long another tenant's request waits behind a
- * flood's burst before it is even read (1024 requests of 1 MiB: a quarter
- * of a second of copying on two cores). So the limit is sized in bytes:
- * ENGINE_KERNEL_QUEUE_BYTES over the mean size of the reads and writes of
- * the last second, at most max; it starts as for the largest requests.
+ * aio tenants keep their weights only if it holds more of their requests
+ * than may be in flight); its length in bytes is how long another tenant's
+ * request waits behind a flood's burst before it is even read (1024
+ * requests of 1 MiB: a quarter of a second of copying on two cores). So
+ * the limit is sized in bytes: ENGINE_KERNEL_QUEUE_BYTES over the mean
+ * size of the reads and writes of the last second, but never below
+ * min_requests (twice max_inflight: as many waiting as in flight) nor
+ * above max; it starts as for the largest requests.
  */
-#define ENGINE_KERNEL_QUEUE_BYTES (128u << 20)
+#define ENGINE_KERNEL_QUEUE_BYTES (64u << 20)
 #define ENGINE_MAX_TRANSFER_BYTES (1u << 20)  /* fs.c's max_write and max_readahead */
-uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t max);
+uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t min_requests, uint32_t max);
 
 /*
  * Before engine_start: set is called (on the reactor) with each new limit.
- * The first is engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES, max),
- * which the caller gives the kernel itself (at INIT). waiting (may be
+ * Returns the first, for ENGINE_MAX_TRANSFER_BYTES, which the caller gives
+ * the kernel itself (at INIT). waiting (may be
  * NULL) returns the requests the kernel has outstanding to the daemon,
  * read or not, or -errno: the limit rises only while it is nearly full.
  * set NULL: the limit is fixed at max (only reported in stats).
  */
-void engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit),
+uint32_t engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit),
 			     int64_t (*waiting)(void *arg), void *arg, uint32_t max);
 
 /* Requests completed so far (tests and stats). */

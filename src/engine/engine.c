@@ -1049,17 +1049,25 @@ static void retire_idle(struct engine *e, uint64_t now)
 	}
 }
 
-uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t max)
+uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t min_requests, uint32_t max)
 {
 	uint64_t bytes = mean_transfer_bytes > 4096u ? mean_transfer_bytes : 4096u;
 	uint64_t limit = ENGINE_KERNEL_QUEUE_BYTES / bytes;
+	if (limit < min_requests)
+		limit = min_requests;
 	return limit < 1 ? 1 : limit > max ? max : (uint32_t)limit;
+}
+
+static uint32_t kernel_queue_min(const struct engine *e)
+{
+	return 2u * e->params.sched.max_inflight;
 }
 
 /* The limit the mean size of this second's reads and writes asks for (engine.h). */
 static uint32_t window_kernel_queue_limit(const struct engine *e)
 {
-	return engine_kernel_queue_limit(e->window_transfer_bytes / e->window_transfers, e->kernel_queue_max);
+	return engine_kernel_queue_limit(e->window_transfer_bytes / e->window_transfers, kernel_queue_min(e),
+					 e->kernel_queue_max);
 }
 
 /*
@@ -1112,15 +1120,17 @@ static void note_outstanding(struct engine *e)
 		e->window_peak_held = held;
 }
 
-void engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit),
-			     int64_t (*waiting)(void *arg), void *arg, uint32_t max)
+uint32_t engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit),
+				 int64_t (*waiting)(void *arg), void *arg, uint32_t max)
 {
 	e->kernel_queue_set = set;
 	e->kernel_queue_waiting = waiting;
 	e->kernel_queue_arg = arg;
 	e->kernel_queue_max = max;
-	e->kernel_queue_limit = set ? engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES, max) : max;
+	e->kernel_queue_limit = set ? engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES, kernel_queue_min(e), max)
+				    : max;
 	stats_publish_kernel_queue(e->stats, e->kernel_queue_limit);
+	return e->kernel_queue_limit;
 }
 
 /* The scheduler's view of each tenant, copied out for readers on other threads. */

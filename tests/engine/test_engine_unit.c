@@ -375,15 +375,19 @@ START_TEST(owned_payloads_solo)
 }
 END_TEST
 
-/* The kernel's queue limit: 128 MiB of the mean request, within 1..max. */
+/* The kernel's queue limit: 64 MiB of the mean request, within min..max. */
 START_TEST(kernel_queue_limit_in_bytes)
 {
-	ck_assert_uint_eq(engine_kernel_queue_limit(1u << 20, 1024), 128);
-	ck_assert_uint_eq(engine_kernel_queue_limit(256u << 10, 1024), 512);
-	ck_assert_uint_eq(engine_kernel_queue_limit(4096, 1024), 1024);
-	ck_assert_uint_eq(engine_kernel_queue_limit(0, 1024), 1024);
-	ck_assert_uint_eq(engine_kernel_queue_limit(4096, 64), 64);
-	ck_assert_uint_eq(engine_kernel_queue_limit(1ull << 40, 1024), 1);
+	ck_assert_uint_eq(engine_kernel_queue_limit(1u << 20, 0, 1024), 64);
+	ck_assert_uint_eq(engine_kernel_queue_limit(256u << 10, 0, 1024), 256);
+	ck_assert_uint_eq(engine_kernel_queue_limit(4096, 0, 1024), 1024);
+	ck_assert_uint_eq(engine_kernel_queue_limit(0, 0, 1024), 1024);
+	ck_assert_uint_eq(engine_kernel_queue_limit(4096, 0, 64), 64);
+	ck_assert_uint_eq(engine_kernel_queue_limit(1ull << 40, 0, 1024), 1);
+	/* Never fewer than min (twice max_inflight), unless max says so. */
+	ck_assert_uint_eq(engine_kernel_queue_limit(1u << 20, 128, 1024), 128);
+	ck_assert_uint_eq(engine_kernel_queue_limit(1ull << 40, 64, 1024), 64);
+	ck_assert_uint_eq(engine_kernel_queue_limit(1u << 20, 128, 100), 100);
 }
 END_TEST
 
@@ -419,7 +423,7 @@ START_TEST(kernel_queue_rises_only_when_full)
 	atomic_store(&kernel_waiting, 2);
 	read_one_at_a_time(&f, 4096, 2500);
 	uint32_t kept = atomic_load(&kernel_limit);
-	ck_assert_uint_eq(kept, 0); /* never written: still the 128 given at INIT */
+	ck_assert_uint_eq(kept, 0); /* never written: still the 64 given at INIT */
 
 	atomic_store(&kernel_waiting, 120);
 	for (int i = 0; i < 5 && atomic_load(&kernel_limit) == 0; i++)
@@ -431,10 +435,10 @@ START_TEST(kernel_queue_rises_only_when_full)
 	for (int i = 0; i < 5 && atomic_load(&kernel_limit) == 1024; i++)
 		read_one_at_a_time(&f, 1 << 20, 500);
 	uint32_t lowered = atomic_load(&kernel_limit);
-	/* 128 for 1 MiB alone; a window that began with 4 KiB reads means more
+	/* 64 for 1 MiB alone; a window that began with 4 KiB reads means more
 	 * (few 1 MiB reads fit in it on a slow build): sized for half a MiB at least. */
-	ck_assert_uint_ge(lowered, 128);
-	ck_assert_uint_le(lowered, 256);
+	ck_assert_uint_ge(lowered, 64);
+	ck_assert_uint_le(lowered, 128);
 	forget_answers();
 	close_file(&f);
 	engine_down();

@@ -353,9 +353,10 @@ static long stat_max_background(const struct test_mount *m)
 /*
  * The kernel's queue of async requests is one FIFO for every tenant, and
  * each request in it is read whole: by default the daemon sizes it in
- * bytes (engine.h). A 1 MiB direct-write flood at depth 1024 gets 128
- * requests into the daemon, not 1024 (a 128 MiB burst ahead of anyone
- * else's request, not 1 GiB); a deep 4 KiB aio reader that fills that
+ * bytes (engine.h). A 1 MiB direct-write flood at depth 1024 gets 64
+ * requests into the daemon, not 1024 (a 64 MiB burst ahead of anyone
+ * else's request, not 1 GiB), still twice max_inflight, so some wait
+ * for their turn; a deep 4 KiB aio reader that fills that
  * limit has it raised past its depth, so the scheduler sees all of it; and
  * large requests bring it back down.
  */
@@ -366,14 +367,14 @@ START_TEST(kernel_queue_is_sized_in_bytes)
 	char attacker_dir[400];
 	make_attacker_dir(&m, attacker_dir, sizeof(attacker_dir));
 	int ctl = open_connection_dir(&m);
-	ck_assert_int_eq(kernel_limit(ctl), 128);
-	ck_assert_int_eq(stat_max_background(&m), 128);
+	ck_assert_int_eq(kernel_limit(ctl), 64);
+	ck_assert_int_eq(stat_max_background(&m), 64);
 
 	const char *flood[] = {"--rw=write", "--bs=1M", "--iodepth=512", "--numjobs=2", "--size=256M",
 			       NULL};
 	pid_t fio = spawn_attacker_fio(attacker_dir, flood);
 	int64_t held = 0, most = 0;
-	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_attacker, "queued") > 32);
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_attacker, "queued") > 16);
 	for (int i = 0; i < 100; i++) {
 		held = ctl_test_tenant_u64(m.mnt, group_attacker, "queued") +
 		       ctl_test_tenant_u64(m.mnt, group_attacker, "inflight");
@@ -388,10 +389,10 @@ START_TEST(kernel_queue_is_sized_in_bytes)
 	/*
 	 * Well under the 1024 a fixed limit lets in. Requests answered but not
 	 * yet released by the reactor count for a moment too, and the stats
-	 * are a snapshot, so the bound has room above 128.
+	 * are a snapshot, so the bound has room above 64.
 	 */
-	ck_assert_int_le(most, 256);
-	ck_assert_int_eq(during_flood, 128);
+	ck_assert_int_le(most, 128);
+	ck_assert_int_eq(during_flood, 64);
 
 	const char *deep_reads[] = {"--rw=randread", "--bs=4k", "--iodepth=512", "--size=64M", NULL};
 	fio = spawn_attacker_fio(attacker_dir, deep_reads);
@@ -409,11 +410,11 @@ START_TEST(kernel_queue_is_sized_in_bytes)
 
 	fio = spawn_attacker_fio(attacker_dir, flood);
 	long lowered = 0;
-	CTL_TEST_POLL((lowered = kernel_limit(ctl)) == 128);
-	CTL_TEST_POLL((reported = stat_max_background(&m)) == 128);
+	CTL_TEST_POLL((lowered = kernel_limit(ctl)) == 64);
+	CTL_TEST_POLL((reported = stat_max_background(&m)) == 64);
 	stop_attacker_fio(fio);
-	ck_assert_int_eq(lowered, 128);
-	ck_assert_int_eq(reported, 128);
+	ck_assert_int_eq(lowered, 64);
+	ck_assert_int_eq(reported, 64);
 
 	close(ctl);
 	test_mount_require_clean_exit(test_mount_stop(&m));
@@ -453,7 +454,7 @@ START_TEST(a_slot_is_kept_for_a_tenant_that_comes_and_goes)
 			       NULL};
 	pid_t fio = spawn_attacker_fio(attacker_dir, flood);
 	int64_t inflight = 0, limit = 0, kept = 0;
-	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_attacker, "queued") > 32);
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_attacker, "queued") > 16);
 	/* Nobody else is about: the setup's own write (make_small_file) is
 	 * remembered for the reserve's window of a second, then kept no more. */
 	CTL_TEST_POLL((stat_slots(&m, &inflight, &limit, &kept), kept == 0));
