@@ -169,6 +169,10 @@ static void *heap_get(struct bufpool *p, size_t bytes)
 		base = mmap(NULL, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (base == MAP_FAILED)
 			return NULL;
+		/* Fault it in with one call: page by page a VM can take ~11 us a
+		 * page (3 ms a MiB) on the worker that copies the request in,
+		 * against ~0.6 us a page populated. Best effort (older kernels). */
+		(void)madvise(base, mapped, MADV_POPULATE_WRITE);
 		pthread_mutex_lock(&p->lock);
 		p->heap_bytes += mapped;
 		pthread_mutex_unlock(&p->lock);
