@@ -50,6 +50,12 @@ static int append_fuse_opt(struct daemon_options *o, const char *opt, char *err,
 
 /* Numeric options (max_background) take 1..this: the kernel's field is 16 bits. */
 #define MOUNT_OPT_NUMBER_MAX 65535u
+/*
+ * A write request's payload, in bytes: whole pages, at most what a FUSE
+ * request carries here (the engine's largest transfer).
+ */
+#define MOUNT_OPT_WRITE_MIN_BYTES 4096u
+#define MOUNT_OPT_WRITE_MAX_BYTES ENGINE_MAX_TRANSFER_BYTES
 /* Cache timeouts take 0..this: a day, past which "forever" is what was meant. */
 #define MOUNT_OPT_SECONDS_MAX 86400u
 
@@ -85,6 +91,8 @@ const struct daemon_mount_opt daemon_mount_opts[] = {
 	 "every data request through io_uring (see README)"},
 	{"max_background", "N", NULL, OPT_FILE(max_background),
 	 "async requests the kernel sends at once, 1..65535 (default: sized, at most 1024)"},
+	{"max_write", "BYTES", NULL, OPT_FILE(max_write),
+	 "largest write request the kernel sends, 4096..1048576 in whole pages (default 1048576)"},
 	{"entry_timeout", "SECONDS", NULL, OPT_FILE(entry_timeout),
 	 "how long the kernel trusts a name it looked up (default 1)"},
 	{"attr_timeout", "SECONDS", NULL, OPT_FILE(attr_timeout),
@@ -123,10 +131,13 @@ static int set_mount_opt(struct daemon_options *o, const struct daemon_mount_opt
 	}
 	bool number = strcmp(m->arg, "N") == 0;
 	bool seconds = strcmp(m->arg, "SECONDS") == 0;
+	bool bytes = strcmp(m->arg, "BYTES") == 0;
 	if (!value[0] || strlen(value) >= m->field_bytes ||
-	    ((number || seconds) && strspn(value, seconds ? "0123456789." : "0123456789") != strlen(value))) {
+	    ((number || seconds || bytes) &&
+	     strspn(value, seconds ? "0123456789." : "0123456789") != strlen(value))) {
 		snprintf(err, err_bytes, "mount option '%s=' needs %s", m->name,
-			 number ? "a number" : seconds ? "a number of seconds" : "a file name");
+			 number ? "a number" : seconds ? "a number of seconds"
+				: bytes ? "a number of bytes" : "a file name");
 		return -1;
 	}
 	if (seconds) {
@@ -142,6 +153,14 @@ static int set_mount_opt(struct daemon_options *o, const struct daemon_mount_opt
 		snprintf(err, err_bytes, "mount option '%s=%s': must be 1..%u", m->name, value,
 			 MOUNT_OPT_NUMBER_MAX);
 		return -1;
+	}
+	if (bytes) {
+		unsigned long b = strtoul(value, NULL, 10);
+		if (b < MOUNT_OPT_WRITE_MIN_BYTES || b > MOUNT_OPT_WRITE_MAX_BYTES || b % 4096) {
+			snprintf(err, err_bytes, "mount option '%s=%s': must be a multiple of 4096, %u..%u",
+				 m->name, value, MOUNT_OPT_WRITE_MIN_BYTES, MOUNT_OPT_WRITE_MAX_BYTES);
+			return -1;
+		}
 	}
 	strcpy(field, value);
 	return 0;
@@ -457,6 +476,8 @@ int daemon_run(const struct daemon_options *o)
 	fo.keep_page_cache = !o->drop_page_cache;
 	if (o->max_background[0]) /* checked by daemon_parse_mount_opts */
 		fo.max_background = (unsigned int)strtoul(o->max_background, NULL, 10);
+	if (o->max_write[0]) /* checked by daemon_parse_mount_opts */
+		fo.max_write_bytes = (unsigned int)strtoul(o->max_write, NULL, 10);
 	fo.entry_timeout_given = o->entry_timeout[0];
 	if (fo.entry_timeout_given)
 		fo.entry_timeout_s = strtod(o->entry_timeout, NULL);

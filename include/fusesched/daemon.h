@@ -24,6 +24,7 @@ struct daemon_options {
 	bool drop_page_cache;        /* -o nokeep_cache: pages dropped at every open */
 	bool uring_only;             /* -o uring_only: no held writes (engine.h) */
 	char max_background[16];     /* -o max_background=N, empty: fs.h's default */
+	char max_write[16];          /* -o max_write=BYTES, empty: fs.h's default */
 	char entry_timeout[16];      /* -o entry_timeout=SECONDS, empty: fs.h's default */
 	char attr_timeout[16];       /* -o attr_timeout=SECONDS */
 	char negative_timeout[16];   /* -o negative_timeout=SECONDS */

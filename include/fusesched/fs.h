@@ -61,6 +61,14 @@ struct fs_options {
 	 */
 	double watch_timeout_s;
 	bool entry_timeout_given, attr_timeout_given, negative_timeout_given;
+	/*
+	 * The largest write request (default 1 MiB). The kernel keeps one
+	 * first-come, first-served line of requests and each is read whole, so
+	 * every synchronous writer puts up to this many bytes ahead of anyone
+	 * else's next request, and its copies run without preemption on a
+	 * kernel that has none. Reads stay at FS_READ_MAX_BYTES whatever it is:
+	 * a read request carries no payload.
+	 */
 	unsigned int max_write_bytes;
 	/*
 	 * How many async requests (direct I/O from aio, readahead, writeback)
@@ -74,6 +82,9 @@ struct fs_options {
 	 */
 	unsigned int max_background;
 };
+
+/* Readahead and direct reads: the most one read request asks for. */
+#define FS_READ_MAX_BYTES (1u << 20)
 
 void fs_options_default(struct fs_options *o);
 

@@ -126,8 +126,7 @@ static void run_deferred(void *arg)
  * hold nothing (small requests) arm nothing and pay nothing.
  */
 #define PAYLOAD_HEAD_BYTES (sizeof(struct fuse_in_header) + sizeof(struct fuse_write_in))
-#define SPARE_BYTES (1u << 20)          /* the most a FUSE_WRITE carries (fs.c's max_write) */
-#define HANDOVER_MIN_BYTES (128u << 10) /* smaller payloads are cheaper copied than kept in 1 MiB */
+#define HANDOVER_MIN_BYTES (128u << 10) /* smaller payloads are cheaper copied than kept in a spare */
 #define SPARE_IDLE_READS 64u
 #define BUF_KEPT_BYTES (64u << 10)      /* of libfuse's buffer, kept resident while waiting */
 #define IDLE_RELEASE_NS 1000000000l
@@ -228,14 +227,21 @@ const void *fs_channel_take_payload(size_t bytes)
 	return p;
 }
 
+/* A spare holds the most a FUSE_WRITE carries: the mount's max_write. */
+static size_t spare_bytes(void)
+{
+	return channel_fs->opts.max_write_bytes ? channel_fs->opts.max_write_bytes : FS_READ_MAX_BYTES;
+}
+
 /* The spare takes the bytes libfuse's buffer would have held there. */
 static ssize_t read_into_spare(int fd, char *buf, size_t buf_bytes)
 {
+	size_t spare_len = spare_bytes();
 	struct iovec iov[3] = {
 		{.iov_base = buf, .iov_len = PAYLOAD_HEAD_BYTES},
-		{.iov_base = spare, .iov_len = SPARE_BYTES},
-		{.iov_base = buf + PAYLOAD_HEAD_BYTES + SPARE_BYTES,
-		 .iov_len = buf_bytes - PAYLOAD_HEAD_BYTES - SPARE_BYTES},
+		{.iov_base = spare, .iov_len = spare_len},
+		{.iov_base = buf + PAYLOAD_HEAD_BYTES + spare_len,
+		 .iov_len = buf_bytes - PAYLOAD_HEAD_BYTES - spare_len},
 	};
 	return readv(fd, iov, 3);
 }
@@ -252,8 +258,8 @@ again:
 		}
 		payload = NULL;
 	}
-	if (spare_wanted && !spare && dp->payload_get && buf_bytes >= PAYLOAD_HEAD_BYTES + SPARE_BYTES) {
-		spare = dp->payload_get(dp, SPARE_BYTES);
+	if (spare_wanted && !spare && dp->payload_get && buf_bytes >= PAYLOAD_HEAD_BYTES + spare_bytes()) {
+		spare = dp->payload_get(dp, spare_bytes());
 		worker_state_taken();
 	}
 	bool timed = (spare || buf_touched_bytes > BUF_KEPT_BYTES) && idle_timer_set(IDLE_RELEASE_NS);
@@ -288,7 +294,7 @@ again:
 		spare_idle_reads = 0;
 		return n;
 	}
-	memcpy(buf + PAYLOAD_HEAD_BYTES, spare, spilled < SPARE_BYTES ? spilled : SPARE_BYTES);
+	memcpy(buf + PAYLOAD_HEAD_BYTES, spare, spilled < spare_bytes() ? spilled : spare_bytes());
 	if ((size_t)n > buf_touched_bytes)
 		buf_touched_bytes = (size_t)n;
 	if (++spare_idle_reads >= SPARE_IDLE_READS)
@@ -357,9 +363,18 @@ static ssize_t channel_writev(int fd, struct iovec *iov, int count, void *userda
 	/* libfuse replies to INIT with the header and one fuse_init_out. */
 	if (init && h->unique == init && atomic_exchange(&init_unique, 0) == init && h->error == 0 &&
 	    count == 2 && iov[1].iov_len >= offsetof(struct fuse_init_out, flags) + sizeof(uint32_t) &&
-	    iov[1].iov_len <= sizeof(amended) && atomic_load(&kernel_offers_killpriv_v2)) {
+	    iov[1].iov_len <= sizeof(amended)) {
 		memcpy(&amended, iov[1].iov_base, iov[1].iov_len);
-		amended.flags |= FUSE_HANDLE_KILLPRIV_V2;
+		if (atomic_load(&kernel_offers_killpriv_v2))
+			amended.flags |= FUSE_HANDLE_KILLPRIV_V2;
+		/*
+		 * libfuse derives max_pages from max_write, and max_pages bounds
+		 * reads too (readahead, direct reads): a smaller max_write must
+		 * not shrink them (fs.h).
+		 */
+		if ((amended.flags & FUSE_MAX_PAGES) &&
+		    iov[1].iov_len >= offsetof(struct fuse_init_out, max_pages) + sizeof(amended.max_pages))
+			amended.max_pages = (uint16_t)(FS_READ_MAX_BYTES / (size_t)sysconf(_SC_PAGESIZE));
 		iov[1].iov_base = &amended;
 	}
 	return writev(fd, iov, count);

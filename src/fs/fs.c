@@ -23,7 +23,7 @@ void fs_options_default(struct fs_options *o)
 	o->attr_timeout_s = 1.0;
 	o->negative_timeout_s = 1.0;
 	o->watch_timeout_s = 60.0;
-	o->max_write_bytes = 1u << 20;
+	o->max_write_bytes = FS_READ_MAX_BYTES;
 	o->max_background = 1024;
 	o->posix_acl = true;
 	o->keep_page_cache = true;
@@ -388,7 +388,7 @@ void fs_op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	if (fs->opts.max_write_bytes)
 		conn->max_write = fs->opts.max_write_bytes;
-	conn->max_readahead = conn->max_write;
+	conn->max_readahead = FS_READ_MAX_BYTES; /* max_pages too: see channel_writev */
 	if (fs->opts.max_background) {
 		conn->max_background = fs->opts.max_background;
 		conn->congestion_threshold = fs->opts.max_background * 3 / 4;

@@ -105,6 +105,10 @@ START_TEST(errors_name_the_problem)
 	ck_assert_ptr_nonnull(strstr(out, "mount option 'max_background=0': must be 1..65535"));
 	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f -o max_background=lots"), 2);
 	ck_assert_ptr_nonnull(strstr(out, "mount option 'max_background=' needs a number"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f -o max_write=1000"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "mount option 'max_write=1000': must be a multiple of 4096, 4096..1048576"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f -o max_write=2M"), 2);
+	ck_assert_ptr_nonnull(strstr(out, "mount option 'max_write=' needs a number of bytes"));
 	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f -o attr_timeout=soon"), 2);
 	ck_assert_ptr_nonnull(strstr(out, "mount option 'attr_timeout=' needs a number of seconds"));
 	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b m -f -o negative_timeout=1.2.3"), 2);
@@ -579,6 +583,38 @@ START_TEST(daemonized_mount_moves_data_intact)
 }
 END_TEST
 
+/*
+ * -o max_write splits large writes, direct and buffered, into requests of
+ * that size, and leaves reads whole: a 1 MiB direct read is still one
+ * request (libfuse would shrink max_pages with max_write; the channel puts
+ * it back). The bytes arrive intact either way.
+ */
+START_TEST(max_write_splits_writes_not_reads)
+{
+	char trace[600];
+	mount_traced(trace, sizeof(trace), "b", "-o max_write=131072");
+	const size_t bytes = 1 << 20;
+	unsigned char *data;
+	ck_assert_int_eq(posix_memalign((void **)&data, 4096, bytes), 0);
+	for (size_t i = 0; i < bytes; i++)
+		data[i] = pattern_byte(i);
+	const char *rel[] = {"m/direct", "m/buffered"};
+	for (int k = 0; k < 2; k++) {
+		int fd = open(path_in(rel[k]), O_CREAT | O_WRONLY | O_TRUNC | (k == 0 ? O_DIRECT : 0), 0644);
+		ck_assert_msg(fd >= 0, "open %s: %s", rel[k], strerror(errno));
+		ck_assert_int_eq(pwrite(fd, data, bytes, 0), (ssize_t)bytes);
+		ck_assert_int_eq(close(fd), 0);
+	}
+	free(data);
+	ck_assert_int_eq(traced(trace, "WRITE"), 2 * 8);
+	check_pattern(path_in("m/direct"), bytes, true);
+	ck_assert_int_eq(traced(trace, "READ"), 1);
+	check_pattern(path_in("b/direct"), bytes, false);
+	check_pattern(path_in("b/buffered"), bytes, false);
+	ck_assert_int_eq(test_sh("fusermount3 -u '%s'", m_path()), 0);
+}
+END_TEST
+
 START_TEST(fstab_form_through_mount_fuse)
 {
 	/*
@@ -638,6 +674,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, repeated_listing_keeps_the_kernels_entries);
 	tcase_add_test(tc, changes_beside_the_mount_are_seen_at_once);
 	tcase_add_test(tc, daemonized_mount_moves_data_intact);
+	tcase_add_test(tc, max_write_splits_writes_not_reads);
 	tcase_add_test(tc, fstab_form_through_mount_fuse);
 	tcase_add_test(tc, sigterm_unmounts_cleanly);
 	suite_add_tcase(s, tc);
