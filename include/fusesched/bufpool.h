@@ -8,9 +8,10 @@
  * power-of-two sizes from 4 KiB to 1 MiB (one 1 MiB slab of the arena per
  * size at a time; a slab whose blocks are all free goes back to any size).
  * A request larger than 1 MiB, or one that finds the arena full, gets a
- * mapping of its own instead: slower, never refused. 1 MiB mappings given
- * back are kept for reuse until bufpool_trim finds them unused, so a flood
- * maps its buffers once and its memory goes back to the system after it.
+ * mapping of its own instead: slower, never refused. Mappings of up to
+ * 1 MiB are made at their block size and, given back, kept for reuse by
+ * size until bufpool_trim finds them unused, so a flood maps its buffers
+ * once and its memory goes back to the system after it.
  *
  * Thread-safe: FUSE workers take buffers for the writes they copy in and for
  * their solo requests, the reactor for the reads it dispatches.

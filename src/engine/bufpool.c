@@ -15,10 +15,15 @@
 #define NO_CLASS UINT8_MAX
 
 /* A heap buffer's mapping kept for reuse (see heap_get). */
-#define CACHED_MAP_BYTES (SLAB_BYTES + BUFPOOL_ALIGN_BYTES)
-
 struct cached_map {
 	struct cached_map *next;
+};
+
+/* Mappings kept for reuse, of one block size (the buffer's, plus its length page). */
+struct cached_maps {
+	struct cached_map *head;
+	size_t count;
+	size_t low;                       /* fewest kept since the last bufpool_trim */
 };
 
 struct slab {
@@ -39,9 +44,7 @@ struct bufpool {
 	size_t slabs_used;
 	size_t heap_fallbacks;
 	size_t heap_bytes;                /* mapped for heap buffers now, cached ones included */
-	struct cached_map *cached;        /* given back, kept for reuse */
-	size_t cached_count;
-	size_t cached_low;                /* fewest kept since the last bufpool_trim */
+	struct cached_maps cached[CLASS_COUNT]; /* given back, kept for reuse, by block size */
 };
 
 static void list_push(struct bufpool *p, uint32_t *head, uint32_t i)
@@ -67,6 +70,20 @@ static void list_remove(struct bufpool *p, uint32_t *head, uint32_t i)
 static uint32_t blocks_per_slab(uint8_t size_class)
 {
 	return MAX_BLOCKS_PER_SLAB >> size_class;
+}
+
+static uint8_t size_class_of(size_t bytes)
+{
+	uint8_t c = 0;
+	while (((size_t)1 << (MIN_BLOCK_SHIFT + c)) < bytes)
+		c++;
+	return c;
+}
+
+/* A kept heap mapping of a block size: the block and its length page. */
+static size_t mapped_bytes_of_class(uint8_t size_class)
+{
+	return ((size_t)1 << (MIN_BLOCK_SHIFT + size_class)) + BUFPOOL_ALIGN_BYTES;
 }
 
 int bufpool_new(size_t arena_bytes, struct bufpool **out)
@@ -111,10 +128,12 @@ void bufpool_free(struct bufpool *p)
 		return;
 	if (p->arena)
 		munmap(p->arena, p->arena_bytes);
-	while (p->cached) {
-		struct cached_map *c = p->cached;
-		p->cached = c->next;
-		munmap(c, CACHED_MAP_BYTES);
+	for (uint8_t k = 0; k < CLASS_COUNT; k++) {
+		while (p->cached[k].head) {
+			struct cached_map *c = p->cached[k].head;
+			p->cached[k].head = c->next;
+			munmap(c, mapped_bytes_of_class(k));
+		}
 	}
 	free(p->slabs);
 	pthread_mutex_destroy(&p->lock);
@@ -132,37 +151,36 @@ bool bufpool_in_arena(const struct bufpool *p, const void *buf)
 	return p->arena && c >= p->arena && c < p->arena + p->arena_bytes;
 }
 
-static uint8_t size_class_of(size_t bytes)
-{
-	uint8_t c = 0;
-	while (((size_t)1 << (MIN_BLOCK_SHIFT + c)) < bytes)
-		c++;
-	return c;
-}
-
 /*
  * Past the arena, each buffer is a mapping of its own, one page larger: the
- * page before the buffer records the mapping's length. Mappings of the
- * largest block size are kept for reuse when given back (a flood maps each
- * once, not once per request), and bufpool_trim unmaps those that sat
- * unused since its last call, so after a flood the memory goes back to the system
- * (malloc would keep it in its arenas, and glibc raises its mmap threshold
- * after the first large free, so later 1 MiB buffers would come from the
- * heap and stay there).
+ * page before the buffer records the mapping's length. A buffer of up to
+ * 1 MiB is mapped at its block size (a power of two, as in the arena), and
+ * mappings given back are kept for reuse by size (a flood maps each once,
+ * not once per request: mapped and unmapped per request, 128 KiB payloads
+ * held a direct-write flood to a quarter of its 1 MiB rate, the workers'
+ * mmaps waiting on the reactor's munmaps and their TLB shootdowns).
+ * bufpool_trim unmaps those that sat unused since its last call, so after
+ * a flood the memory goes back to the system (malloc would keep it in its
+ * arenas, and glibc raises its mmap threshold after the first large free,
+ * so later 1 MiB buffers would come from the heap and stay there).
  */
 static void *heap_get(struct bufpool *p, size_t bytes)
 {
-	size_t rounded = (bytes + BUFPOOL_ALIGN_BYTES - 1) & ~(size_t)(BUFPOOL_ALIGN_BYTES - 1);
+	bool kept = bytes <= SLAB_BYTES;
+	uint8_t k = kept ? size_class_of(bytes) : NO_CLASS;
+	size_t rounded = kept ? (size_t)1 << (MIN_BLOCK_SHIFT + k)
+			      : (bytes + BUFPOOL_ALIGN_BYTES - 1) & ~(size_t)(BUFPOOL_ALIGN_BYTES - 1);
 	size_t mapped = rounded + BUFPOOL_ALIGN_BYTES;
 	char *base = NULL;
 	pthread_mutex_lock(&p->lock);
 	p->heap_fallbacks++;
-	if (mapped == CACHED_MAP_BYTES && p->cached) {
-		base = (char *)p->cached;
-		p->cached = p->cached->next;
-		p->cached_count--;
-		if (p->cached_count < p->cached_low)
-			p->cached_low = p->cached_count;
+	if (kept && p->cached[k].head) {
+		struct cached_maps *c = &p->cached[k];
+		base = (char *)c->head;
+		c->head = c->head->next;
+		c->count--;
+		if (c->count < c->low)
+			c->low = c->count;
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (!base) {
@@ -185,12 +203,13 @@ static void heap_put(struct bufpool *p, void *buf)
 {
 	char *base = (char *)buf - BUFPOOL_ALIGN_BYTES;
 	size_t mapped = *(size_t *)base;
-	if (mapped == CACHED_MAP_BYTES) {
+	uint8_t k = size_class_of(mapped - BUFPOOL_ALIGN_BYTES);
+	if (k < CLASS_COUNT && mapped == mapped_bytes_of_class(k)) {
 		struct cached_map *c = (struct cached_map *)base;
 		pthread_mutex_lock(&p->lock);
-		c->next = p->cached;
-		p->cached = c;
-		p->cached_count++;
+		c->next = p->cached[k].head;
+		p->cached[k].head = c;
+		p->cached[k].count++;
 		pthread_mutex_unlock(&p->lock);
 		return;
 	}
@@ -204,21 +223,25 @@ size_t bufpool_trim(struct bufpool *p, size_t max_unmaps)
 {
 	size_t unmapped = 0;
 	pthread_mutex_lock(&p->lock);
-	/* The fewest kept since the last call: that many sat unused all along.
-	 * The lock is dropped for each munmap, and others may take kept
-	 * mappings meanwhile: the list, not the count taken here, says what is left. */
-	size_t idle = p->cached_low < p->cached_count ? p->cached_low : p->cached_count;
-	while (unmapped < idle && unmapped < max_unmaps && p->cached) {
-		struct cached_map *c = p->cached;
-		p->cached = c->next;
-		p->cached_count--;
-		p->heap_bytes -= CACHED_MAP_BYTES;
-		pthread_mutex_unlock(&p->lock);
-		munmap(c, CACHED_MAP_BYTES);
-		unmapped++;
-		pthread_mutex_lock(&p->lock);
+	for (uint8_t k = CLASS_COUNT; k-- > 0;) { /* the largest first: most memory per unmap */
+		struct cached_maps *c = &p->cached[k];
+		size_t bytes = mapped_bytes_of_class(k);
+		/* The fewest kept since the last call: that many sat unused all along.
+		 * The lock is dropped for each munmap, and others may take kept
+		 * mappings meanwhile: the list, not the count taken here, says what is left. */
+		size_t idle = c->low < c->count ? c->low : c->count;
+		for (size_t done = 0; done < idle && unmapped < max_unmaps && c->head; done++) {
+			struct cached_map *m = c->head;
+			c->head = m->next;
+			c->count--;
+			p->heap_bytes -= bytes;
+			pthread_mutex_unlock(&p->lock);
+			munmap(m, bytes);
+			unmapped++;
+			pthread_mutex_lock(&p->lock);
+		}
+		c->low = c->count;
 	}
-	p->cached_low = p->cached_count;
 	pthread_mutex_unlock(&p->lock);
 	return unmapped;
 }

@@ -102,6 +102,44 @@ START_TEST(oversized_and_arenaless_requests_use_the_heap)
 }
 END_TEST
 
+/*
+ * Heap buffers smaller than 1 MiB are kept too, by block size: a flood of
+ * 128 KiB payloads maps each once, not once per request, and a 100 KiB
+ * request takes a kept 128 KiB mapping.
+ */
+START_TEST(smaller_heap_buffers_are_kept_by_size)
+{
+	struct bufpool *p = pool_of(0);
+	enum { FLOOD = 16 };
+	const size_t block = 128 << 10;
+	void *held[FLOOD];
+	for (int i = 0; i < FLOOD; i++) {
+		held[i] = bufpool_get(p, block);
+		memset(held[i], 0x5a, block);
+	}
+	size_t mapped = bufpool_heap_bytes(p);
+	ck_assert_uint_eq(mapped, FLOOD * (block + BUFPOOL_ALIGN_BYTES));
+	for (int i = 0; i < FLOOD; i++)
+		bufpool_put(p, held[i]);
+	ck_assert_uint_eq(bufpool_heap_bytes(p), mapped);
+	for (int i = 0; i < FLOOD; i++) {
+		held[i] = bufpool_get(p, i % 2 ? block : 100 << 10);
+		memset(held[i], 0xa5, i % 2 ? block : 100 << 10);
+	}
+	ck_assert_uint_eq(bufpool_heap_bytes(p), mapped); /* nothing new mapped */
+	/* A kept mapping of one size does not serve another. */
+	void *mib = bufpool_get(p, MIB);
+	ck_assert_uint_eq(bufpool_heap_bytes(p), mapped + MIB + BUFPOOL_ALIGN_BYTES);
+	bufpool_put(p, mib);
+	for (int i = 0; i < FLOOD; i++)
+		bufpool_put(p, held[i]);
+	ck_assert_uint_eq(bufpool_trim(p, SIZE_MAX), 0); /* all taken since the pool began */
+	ck_assert_uint_eq(bufpool_trim(p, SIZE_MAX), FLOOD + 1);
+	ck_assert_uint_eq(bufpool_heap_bytes(p), 0);
+	bufpool_free(p);
+}
+END_TEST
+
 /* Queued payloads leave half the arena to the requests being dispatched. */
 START_TEST(queued_payloads_leave_half_the_arena)
 {
@@ -279,6 +317,7 @@ static Suite *bufpool_suite(void)
 	tcase_add_test(tc, a_freed_slab_serves_another_size);
 	tcase_add_test(tc, oversized_and_arenaless_requests_use_the_heap);
 	tcase_add_test(tc, heap_buffers_are_returned_to_the_system);
+	tcase_add_test(tc, smaller_heap_buffers_are_kept_by_size);
 	tcase_add_test(tc, queued_payloads_leave_half_the_arena);
 	tcase_add_test(tc, threads_never_share_a_block);
 	tcase_add_test(tc, trimming_while_others_take_kept_buffers);
