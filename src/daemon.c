@@ -50,12 +50,9 @@ static int append_fuse_opt(struct daemon_options *o, const char *opt, char *err,
 
 /* Numeric options (max_background) take 1..this: the kernel's field is 16 bits. */
 #define MOUNT_OPT_NUMBER_MAX 65535u
-/*
- * A write request's payload, in bytes: whole pages, at most what a FUSE
- * request carries here (the engine's largest transfer).
- */
+/* A write request's payload, in bytes: whole pages, at most the largest request (fs.h). */
 #define MOUNT_OPT_WRITE_MIN_BYTES 4096u
-#define MOUNT_OPT_WRITE_MAX_BYTES ENGINE_MAX_TRANSFER_BYTES
+#define MOUNT_OPT_WRITE_MAX_BYTES FS_READ_MAX_BYTES
 /* Cache timeouts take 0..this: a day, past which "forever" is what was meant. */
 #define MOUNT_OPT_SECONDS_MAX 86400u
 

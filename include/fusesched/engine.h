@@ -125,7 +125,7 @@ struct datapath *engine_datapath(struct engine *e);
  * above max; it starts as for the largest requests.
  */
 #define ENGINE_KERNEL_QUEUE_BYTES (64u << 20)
-#define ENGINE_MAX_TRANSFER_BYTES (1u << 20)  /* fs.c's max_write and max_readahead */
+#define ENGINE_MAX_TRANSFER_BYTES (1u << 20)  /* fs.h's FS_READ_MAX_BYTES; max_write is at most that */
 uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t min_requests, uint32_t max);
 
 /*
