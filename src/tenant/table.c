@@ -191,10 +191,14 @@ static int read_u32_file(const char *path, uint32_t *out)
 
 /* ---- pid reuse guard ------------------------------------------------------ */
 
-/* Reads the allocation cursor and adds how far it moved to pid_advance.
- * Returns the new advance, and the cursor in *cursor. */
+/* Reads the allocation cursor and adds how far it moved to pid_advance,
+ * unless it was read within max_age_ns (0: read it now): the workers that
+ * find the sample stale at once take the lock in turn, and all but the
+ * first use its reading (each reading its own was five times the sampling
+ * rate under a 16-deep reader). Returns the advance, and the cursor in
+ * *cursor. */
 static uint64_t pid_sample(struct tenant_table *t, uint64_t now_ns,
-			   uint32_t *cursor)
+			   uint64_t max_age_ns, uint32_t *cursor)
 {
 	char path[TENANT_PATH_MAX + 32];
 	uint32_t raw;
@@ -203,7 +207,10 @@ static uint64_t pid_sample(struct tenant_table *t, uint64_t now_ns,
 	snprintf(path, sizeof(path), "%s/sys/kernel/ns_last_pid", t->proc_root);
 	pthread_mutex_lock(&t->sample_lock);
 	advance = atomic_load_explicit(&t->pid_advance, memory_order_relaxed);
-	if (read_u32_file(path, &raw) == 0 && raw < t->pid_max) {
+	uint64_t sampled = atomic_load_explicit(&t->sample_ns, memory_order_relaxed);
+	if (max_age_ns && (int64_t)(now_ns - sampled) <= (int64_t)max_age_ns) {
+		/* read by another worker since this one looked */
+	} else if (read_u32_file(path, &raw) == 0 && raw < t->pid_max) {
 		advance += (raw + t->pid_max - t->last_cursor) % t->pid_max;
 		t->last_cursor = raw;
 		atomic_store_explicit(&t->pid_advance, advance,
@@ -242,7 +249,7 @@ static bool pid_still_ours(struct tenant_table *t, uint64_t reuse_at,
 		return true;
 	sampled = atomic_load_explicit(&t->sample_ns, memory_order_acquire);
 	if ((int64_t)(now_ns - sampled) > (int64_t)PID_SAMPLE_MAX_AGE_NS)
-		pid_sample(t, now_ns, &cursor);
+		pid_sample(t, now_ns, PID_SAMPLE_MAX_AGE_NS, &cursor);
 	if (atomic_load_explicit(&t->pid_advance, memory_order_relaxed) +
 		    PID_REUSE_MARGIN < reuse_at)
 		return true;
@@ -679,7 +686,7 @@ static uint32_t resolve_slow(struct tenant_table *t, pid_t pid,
 	atomic_fetch_add_explicit(&t->misses, 1, memory_order_relaxed);
 	/* sample the cursor before reading: see the comment at the top */
 	if (t->pid_max) {
-		advance = pid_sample(t, now_ns, &cursor);
+		advance = pid_sample(t, now_ns, 0, &cursor);
 		reuse_at = pid_reuse_at(t, pid, advance, cursor);
 	}
 	snprintf(path, sizeof(path), "%s/%d/cgroup", t->proc_root, (int)pid);

@@ -4,11 +4,13 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fake_tree.h"
 
@@ -1073,6 +1075,78 @@ START_TEST(table_concurrent_hits)
 }
 END_TEST
 
+struct stale_arg {
+	struct fixture *f;
+	pthread_barrier_t *go;
+	uint32_t want;
+	int bad;
+};
+
+static void *stale_worker(void *p)
+{
+	struct stale_arg *a = p;
+
+	pthread_barrier_wait(a->go);
+	/* every worker read its clock at the same moment, 30 ms after the
+	 * last sample: all find it stale */
+	if (tenant_resolve(a->f->table, 20000, 30 * MS) != a->want)
+		a->bad++;
+	return NULL;
+}
+
+/* Workers that find the pid-reuse sample stale at the same moment read the
+ * allocation cursor once between them, not once each. The cursor is a FIFO
+ * here, so the first reading holds the others back until this test answers
+ * it: by then every worker has found the sample stale. */
+START_TEST(table_stale_sample_read_once)
+{
+	enum { WORKERS = 8 };
+	struct fixture f;
+	struct stale_arg args[WORKERS];
+	pthread_t th[WORKERS];
+	pthread_barrier_t go;
+	char path[512];
+	int served = 0;
+
+	fixture_open(&f, "", 0, 0);
+	set_cgroup(&f, 20000, "0::/a\n");
+	uint32_t a = tenant_resolve(f.table, 20000, 0);	/* samples at 0 */
+	snprintf(path, sizeof(path), "%s/sys/kernel/ns_last_pid", f.proc);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	pthread_barrier_init(&go, NULL, WORKERS + 1);
+	for (int i = 0; i < WORKERS; i++) {
+		args[i] = (struct stale_arg){ &f, &go, a, 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, stale_worker, &args[i]), 0);
+	}
+	pthread_barrier_wait(&go);
+	usleep(100 * 1000);	/* all at the sample's lock, or in it */
+	/* Answer every reading of the cursor until a whole 200 ms pass
+	 * without one: each is a worker that read it. */
+	for (int quiet_ms = 0; quiet_ms < 200;) {
+		int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0) {
+			ck_assert_int_eq(errno, ENXIO);	/* no reader yet */
+			usleep(1000);
+			quiet_ms++;
+			continue;
+		}
+		ck_assert_int_eq(write(fd, "1000\n", 5), 5);
+		close(fd);
+		served++;
+		quiet_ms = 0;
+		usleep(20 * 1000);	/* its reader reads it and closes */
+	}
+	for (int i = 0; i < WORKERS; i++) {
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(args[i].bad, 0);
+	}
+	ck_assert_int_eq(served, 1);
+	pthread_barrier_destroy(&go);
+	fixture_close(&f);
+}
+END_TEST
+
 static Suite *tenant_suite(void)
 {
 	Suite *s = suite_create("tenant");
@@ -1095,6 +1169,7 @@ static Suite *tenant_suite(void)
 	tcase_add_test(table, table_reserve_for_rules);
 	tcase_add_test(table, table_evicts_lru_when_nearly_full);
 	tcase_add_test(table, table_concurrent_hits);
+	tcase_add_test(table, table_stale_sample_read_once);
 	tcase_add_test(table, table_parent_chains);
 	tcase_add_test(table, table_weight_file_levels);
 	tcase_add_test(table, table_parent_outlives_children);
