@@ -30,12 +30,18 @@
 
 /* The worker that read a request serves it (libfuse's loop): the flag is its own. */
 static _Thread_local bool request_drops_privs;
+static _Thread_local bool request_is_tmpfile;
 static _Atomic uint64_t init_unique;      /* the INIT request whose reply is to amend */
 static atomic_bool kernel_offers_killpriv_v2;
 
 bool fs_request_drops_privs(void)
 {
 	return request_drops_privs;
+}
+
+bool fs_request_is_tmpfile(void)
+{
+	return request_is_tmpfile;
 }
 
 /* The kill flag of a request the kernel sent under FUSE_HANDLE_KILLPRIV_V2. */
@@ -56,6 +62,20 @@ static bool drops_privs(const struct fuse_in_header *h, size_t bytes)
 	default:
 		return false;
 	}
+}
+
+/*
+ * libfuse 3.14 answers FUSE_TMPFILE (open with O_TMPFILE) with ENOSYS, and
+ * the kernel then refuses O_TMPFILE on the mount for good. Its arguments
+ * are a CREATE's (the name is the kernel's placeholder), and so is its
+ * answer: it is served as a CREATE that this worker knows is a tmpfile.
+ */
+static void take_request(struct fuse_in_header *h, size_t bytes)
+{
+	request_drops_privs = drops_privs(h, bytes);
+	request_is_tmpfile = h->opcode == FUSE_TMPFILE;
+	if (request_is_tmpfile)
+		h->opcode = FUSE_CREATE;
 }
 
 /*
@@ -95,10 +115,10 @@ struct deferred {
 static void run_deferred(void *arg)
 {
 	struct deferred *d = arg;
-	request_drops_privs = drops_privs((const struct fuse_in_header *)d->mem, d->bytes);
+	take_request((struct fuse_in_header *)d->mem, d->bytes);
 	struct fuse_buf buf = {.size = d->bytes, .mem = d->mem};
 	fuse_session_process_buf(channel_fs->session, &buf);
-	request_drops_privs = false;
+	request_drops_privs = request_is_tmpfile = false;
 	free(d);
 }
 
@@ -324,10 +344,10 @@ static ssize_t channel_read(int fd, void *buf, size_t buf_bytes, void *userdata)
 	}
 	for (;;) {
 		ssize_t n = read_request(dp, fd, buf, buf_bytes);
-		request_drops_privs = false;
+		request_drops_privs = request_is_tmpfile = false;
 		if (n < (ssize_t)sizeof(struct fuse_in_header))
 			return n;
-		const struct fuse_in_header *h = buf;
+		struct fuse_in_header *h = buf;
 		if (h->opcode == FUSE_INIT &&
 		    (size_t)n >= sizeof(*h) + offsetof(struct fuse_init_in, flags) + sizeof(uint32_t)) {
 			const struct fuse_init_in *in = (const void *)(h + 1);
@@ -338,12 +358,12 @@ static ssize_t channel_read(int fd, void *buf, size_t buf_bytes, void *userdata)
 		bool metadata = dp->meta_now && is_metadata(h->opcode);
 		if (!metadata || dp->meta_now(dp, (pid_t)h->pid, &running)) {
 			running_valid = metadata;
-			request_drops_privs = drops_privs(h, (size_t)n);
+			take_request(h, (size_t)n);
 			return n;
 		}
 		struct deferred *d = malloc(sizeof(*d) + (size_t)n);
 		if (!d) {
-			request_drops_privs = drops_privs(h, (size_t)n);
+			take_request(h, (size_t)n);
 			return n; /* no memory to wait in: it runs now */
 		}
 		d->bytes = (size_t)n;

@@ -308,22 +308,10 @@ static int open_path_at(struct fs *fs, int dir_fd, const char *name)
 	return fd < 0 ? -errno : fd;
 }
 
-int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,
-		    struct fuse_entry_param *e)
+/* The entry of the inode fd (O_PATH, taken) stands for, with one kernel lookup reference. */
+static int entry_of_path_fd(struct fs *fs, int fd, struct fuse_entry_param *e)
 {
-	int r = fs_check_name(name);
-	if (r)
-		return r;
-	/* ".." of the root is the root: nothing above the backing directory exists. */
-	if (parent == FUSE_ROOT_ID && strcmp(name, "..") == 0)
-		name = ".";
-	int pfd = inode_table_fd_get(fs->inodes, parent);
-	if (pfd < 0)
-		return pfd;
-	int fd = open_path_at(fs, pfd, name);
-	inode_table_fd_put(fs->inodes, parent);
-	if (fd < 0)
-		return fd;
+	int r;
 	memset(e, 0, sizeof(*e));
 	if (fstatat(fd, "", &e->attr, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
 		r = -errno;
@@ -341,6 +329,31 @@ int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,
 	e->attr_timeout = fs_attr_timeout_s(fs, e->attr.st_dev);
 	e->entry_timeout = fs_entry_timeout_s(fs, e->attr.st_dev);
 	return 0;
+}
+
+int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,
+		    struct fuse_entry_param *e)
+{
+	int r = fs_check_name(name);
+	if (r)
+		return r;
+	/* ".." of the root is the root: nothing above the backing directory exists. */
+	if (parent == FUSE_ROOT_ID && strcmp(name, "..") == 0)
+		name = ".";
+	int pfd = inode_table_fd_get(fs->inodes, parent);
+	if (pfd < 0)
+		return pfd;
+	int fd = open_path_at(fs, pfd, name);
+	inode_table_fd_put(fs->inodes, parent);
+	return fd < 0 ? fd : entry_of_path_fd(fs, fd, e);
+}
+
+int fs_entry_of_open_file(struct fs *fs, int file_fd, struct fuse_entry_param *e)
+{
+	char path[FS_PROC_PATH_BYTES];
+	fs_proc_path(file_fd, path);
+	int fd = open(path, O_PATH | O_CLOEXEC);
+	return fd < 0 ? -errno : entry_of_path_fd(fs, fd, e);
 }
 
 void fs_entry_given(struct fs *fs, const struct fuse_entry_param *e, uint64_t now_ns)

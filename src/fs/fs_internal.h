@@ -65,6 +65,8 @@ static inline struct fs_file *fs_file_of(const struct fuse_file_info *fi)
  * backing file as root, which would keep them.
  */
 bool fs_request_drops_privs(void);
+/* The CREATE this worker is serving is an open with O_TMPFILE (channel.c). */
+bool fs_request_is_tmpfile(void);
 /*
  * The payload of the write this worker just read, when the channel read it
  * into a datapath buffer (see channel.c) and it is bytes long: the caller
@@ -146,6 +148,8 @@ bool fs_reclaim_fds(struct fs *fs, int err);
 /* Looks name up below parent and takes one kernel lookup reference. */
 int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,
 		    struct fuse_entry_param *e);
+/* The entry of the file file_fd has open (an O_TMPFILE: no name), as fs_lookup_entry. */
+int fs_entry_of_open_file(struct fs *fs, int file_fd, struct fuse_entry_param *e);
 
 /* Replies with e, undoing the lookup reference if the kernel did not take it. */
 void fs_reply_entry(struct fs *fs, fuse_req_t req, const struct fuse_entry_param *e);

@@ -249,18 +249,26 @@ static int create_op(void *arg)
 	return a->fd < 0 ? -errno : 0;
 }
 
+/*
+ * Also O_TMPFILE (fs_request_is_tmpfile): an unnamed file in parent, made
+ * as the caller like any, that a later link through the mount names (not
+ * when O_EXCL made it unlinkable, as on a local filesystem).
+ */
 void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		  struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
-	int r = fs_check_name(name);
+	bool tmpfile = fs_request_is_tmpfile();
+	int r = tmpfile ? 0 : fs_check_name(name);
 	int pfd = r ? r : inode_table_fd_get(fs->inodes, parent);
 	if (pfd < 0) {
 		fuse_reply_err(req, -pfd);
 		return;
 	}
-	int flags = backing_flags(fs, fi->flags) | (fi->flags & O_EXCL) | O_CREAT | O_NOFOLLOW |
-		    O_CLOEXEC;
+	if (tmpfile)
+		name = "."; /* the kernel's placeholder is not a name */
+	int flags = backing_flags(fs, fi->flags) | (fi->flags & O_EXCL) | O_CLOEXEC |
+		    (tmpfile ? O_TMPFILE : O_CREAT | O_NOFOLLOW);
 	/* With groups: the opener's data needs them, and so does keeping S_ISGID. */
 	struct creds opener;
 	fs_caller_creds(req, true, &opener);
@@ -273,7 +281,7 @@ void fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 	int fd = a.fd;
 	struct fuse_entry_param e;
 	if (r == 0)
-		r = fs_lookup_entry(fs, parent, name, &e);
+		r = tmpfile ? fs_entry_of_open_file(fs, fd, &e) : fs_lookup_entry(fs, parent, name, &e);
 	if (r) {
 		if (fd >= 0)
 			close(fd);

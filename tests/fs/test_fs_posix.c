@@ -370,6 +370,50 @@ START_TEST(unlink_open_file)
 }
 END_TEST
 
+/*
+ * O_TMPFILE makes an unnamed file in the directory (libfuse 3.14 leaves
+ * FUSE_TMPFILE unanswered; the channel serves it as a CREATE); linking it
+ * through /proc/self/fd names it, unless O_EXCL made it unlinkable.
+ */
+START_TEST(o_tmpfile_is_unnamed_until_linked)
+{
+	ck_assert_int_eq(mkdir(test_mnt_path(&M, "tmpd"), 0755), 0);
+	int fd = open(test_mnt_path(&M, "tmpd"), O_TMPFILE | O_RDWR, 0640);
+	ck_assert_msg(fd >= 0, "O_TMPFILE: %s", strerror(errno));
+	ck_assert_int_eq(write(fd, "unnamed", 7), 7);
+	struct stat st;
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(st.st_nlink, 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0640);
+	ck_assert_int_eq(st.st_uid, getuid());
+	DIR *d = opendir(test_backing_path(&M, "tmpd"));
+	ck_assert_ptr_nonnull(d);
+	int entries = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		entries += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	ck_assert_int_eq(entries, 0);
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ck_assert_int_eq(linkat(AT_FDCWD, proc, AT_FDCWD, test_mnt_path(&M, "tmpd/named"),
+				AT_SYMLINK_FOLLOW), 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert_int_eq(st.st_nlink, 1);
+	close(fd);
+	ck_assert_str_eq(read_file(test_backing_path(&M, "tmpd/named")), "unnamed");
+	ck_assert_str_eq(read_file(test_mnt_path(&M, "tmpd/named")), "unnamed");
+
+	fd = open(test_mnt_path(&M, "tmpd"), O_TMPFILE | O_RDWR | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ck_assert_int_eq(linkat(AT_FDCWD, proc, AT_FDCWD, test_mnt_path(&M, "tmpd/never"),
+				AT_SYMLINK_FOLLOW), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	close(fd);
+	ck_assert_int_eq(access(test_backing_path(&M, "tmpd/never"), F_OK), -1);
+}
+END_TEST
+
 START_TEST(errors_match_backing)
 {
 	struct { const char *rel; int flags; } cases[] = {
@@ -539,6 +583,7 @@ static Suite *posix_suite(void)
 	tcase_add_test(tc, special_files_and_devices);
 	tcase_add_test(tc, readdir_large_and_forget);
 	tcase_add_test(tc, locks_are_kernel_local);
+	tcase_add_test(tc, o_tmpfile_is_unnamed_until_linked);
 	tcase_add_test(tc, fallocate_copy_range_statfs);
 	suite_add_tcase(s, tc);
 	return s;
