@@ -38,6 +38,7 @@ SCENARIOS = {  # scenario -> tenants, in table order
     "stream": ["st-writer", "st-small"],
     "weights-8-1": ["w81-a", "w81-b"],
     "weights-5-3-1": ["w531-a", "w531-b", "w531-c"],
+    "weights-4-1-d16": ["w41-a", "w41-b"],
     "depth1-solo": ["d1-shallow"],
     "depth1-vs-deep": ["d1-shallow", "d1-deep"],
     "pods": ["pod-a-c1", "pod-b-c1", "pod-b-c2", "pod-b-c3"],
@@ -45,7 +46,7 @@ SCENARIOS = {  # scenario -> tenants, in table order
     "beside-mmap": ["bs-mmap", "bs-reader"],
     "beside-writers": ["bs-writers", "bs-reader"],
 }
-WEIGHTS = {"w81-a": 800, "w81-b": 100, "w531-a": 500, "w531-b": 300, "w531-c": 100,
+WEIGHTS = {"w81-a": 800, "w81-b": 100, "w531-a": 500, "w531-b": 300, "w531-c": 100, "w41-a": 400, "w41-b": 100,
            "d1-shallow": 800, "d1-deep": 100, "bs-reader": 800, "bs-mmap": 100, "bs-writers": 100}
 # The pods lesson: pod -> (its rule's weight, its containers' tenants); the
 # containers have no rule (default weight 100) and divide their pod's share.
@@ -281,6 +282,12 @@ def lesson_tables(res):
         err, _, got = weights_table("weights-5-3-1", ["w531-a", "w531-b", "w531-c"], "5:3:1, saturating readers")
         goal(f"4. 5:3:1 received ratios (bfq got {got}), worst relative error", err, "<= 0.10",
              None if err is None else err <= 0.1)
+    if "weights-4-1-d16" in res:
+        err, tot, got = weights_table("weights-4-1-d16", ["w41-a", "w41-b"],
+                                      "4:1, one job of iodepth 16 each (together within max_inflight)")
+        goal(f"4. 4:1 at depth 16 received ratio (bfq got {got}), relative error", err, "<= 0.15",
+             None if err is None else err <= 0.15)
+        goal("4. 4:1 at depth 16 total, bfq vs fifo", tot, ">= 0.90", None if tot is None else tot >= 0.9)
     if "depth1-vs-deep" in res:
         weights_table("depth1-vs-deep", ["d1-shallow", "d1-deep"],
                       "8:1, a depth-1 reader (w800) against a deep one (w100)")
@@ -527,7 +534,7 @@ def gnuplot(script):
 
 def plot_weights(out, res, plots):
     made = []
-    for scen in ("weights-8-1", "weights-5-3-1", "depth1-vs-deep", "pods"):
+    for scen in ("weights-8-1", "weights-5-3-1", "weights-4-1-d16", "depth1-vs-deep", "pods"):
         variants = variants_of(res, scen)
         if not variants:
             continue
