@@ -435,6 +435,7 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.fallocate = fs_op_fallocate,
 	.lseek = fs_op_lseek,
 	.copy_file_range = fs_op_copy_file_range,
+	.ioctl = fs_op_ioctl,
 	.opendir = fs_op_opendir,
 	.readdir = fs_op_readdir,
 	.readdirplus = fs_op_readdirplus,

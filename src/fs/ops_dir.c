@@ -23,6 +23,11 @@ static struct fs_dir *dir_of(const struct fuse_file_info *fi)
 	return (struct fs_dir *)(uintptr_t)fi->fh;
 }
 
+int fs_dir_fd(const struct fuse_file_info *fi)
+{
+	return dirfd(dir_of(fi)->stream);
+}
+
 static void dir_close(struct fs *fs, struct fs_handle *h)
 {
 	struct fs_dir *d = (struct fs_dir *)h;

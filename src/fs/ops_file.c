@@ -5,13 +5,20 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* O_CREAT and O_EXCL were handled by the kernel or by create; O_NOCTTY is meaningless here. */
-#define OPEN_FLAGS_DROPPED (O_CREAT | O_EXCL | O_NOCTTY)
+/*
+ * O_CREAT and O_EXCL were handled by the kernel or by create; O_NOCTTY is
+ * meaningless here; O_NOFOLLOW was the kernel's to apply to the caller's
+ * path (an open reaches us only for what it resolved to), and the file is
+ * reopened through /proc/self/fd, a link it would refuse with ELOOP.
+ */
+#define OPEN_FLAGS_DROPPED (O_CREAT | O_EXCL | O_NOCTTY | O_NOFOLLOW)
 
 /*
  * A caller's write or truncation must drop setuid/setgid, and the daemon
@@ -419,6 +426,60 @@ void fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct f
 		fuse_reply_err(req, errno);
 	else
 		fuse_reply_lseek(req, r);
+}
+
+/*
+ * The inode flags (lsattr and chattr, xfs_io's fsxattr): the kernel asks
+ * for and sets them with FUSE_IOCTL on a file or directory it opened for
+ * the purpose, after checking the caller itself (the owner, and
+ * CAP_LINUX_IMMUTABLE for the immutable and append-only flags), so they
+ * are passed to the backing file as they come. No other ioctl is: they
+ * would run as root on the backing filesystem.
+ */
+void fs_op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		 struct fuse_file_info *fi, unsigned flags, const void *in_buf, size_t in_bufsz,
+		 size_t out_bufsz)
+{
+	(void)arg;
+	if (flags & FUSE_IOCTL_COMPAT) {
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	int fd = flags & FUSE_IOCTL_DIR ? fs_dir_fd(fi) : fs_file_of(fi)->data.fd;
+	union {
+		int flags;
+		struct fsxattr fsx;
+	} v = {0};
+	size_t size;
+	bool out;
+	switch (cmd) {
+	case FS_IOC_GETFLAGS:
+	case FS_IOC_SETFLAGS:
+		size = sizeof(v.flags);
+		out = cmd == FS_IOC_GETFLAGS;
+		break;
+	case FS_IOC_FSGETXATTR:
+	case FS_IOC_FSSETXATTR:
+		size = sizeof(v.fsx);
+		out = cmd == FS_IOC_FSGETXATTR;
+		break;
+	default:
+		fuse_reply_err(req, ENOTTY);
+		return;
+	}
+	if (out ? out_bufsz < size : in_bufsz < size) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (!out)
+		memcpy(&v, in_buf, size);
+	if (ioctl(fd, cmd, &v) < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	if (!out)
+		fs_invalidate_attr(fs_of(req), ino); /* setting them moved its ctime */
+	fuse_reply_ioctl(req, 0, out ? &v : NULL, out ? size : 0);
 }
 
 void fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -18,6 +19,7 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <dirent.h>
+#include <linux/fs.h>
 #include <unistd.h>
 
 static struct test_mount M;
@@ -414,6 +416,75 @@ START_TEST(o_tmpfile_is_unnamed_until_linked)
 }
 END_TEST
 
+/* O_NOFOLLOW applies to the caller's path, which the kernel resolves: a
+ * regular file opens, a symlink is ELOOP, as on the backing filesystem. */
+START_TEST(o_nofollow_opens_files_not_symlinks)
+{
+	test_write_file(test_mnt_path(&M, "nf"), "plain");
+	int fd = open(test_mnt_path(&M, "nf"), O_RDONLY | O_NOFOLLOW);
+	ck_assert_msg(fd >= 0, "O_NOFOLLOW on a file: %s", strerror(errno));
+	close(fd);
+	fd = open(test_mnt_path(&M, "nf"), O_WRONLY | O_APPEND | O_NOFOLLOW);
+	ck_assert_msg(fd >= 0, "O_NOFOLLOW for writing: %s", strerror(errno));
+	ck_assert_int_eq(write(fd, "+", 1), 1);
+	close(fd);
+	ck_assert_str_eq(read_file(test_backing_path(&M, "nf")), "plain+");
+	ck_assert_int_eq(symlink("nf", test_mnt_path(&M, "nf-link")), 0);
+	ck_assert_int_eq(open(test_mnt_path(&M, "nf-link"), O_RDONLY | O_NOFOLLOW), -1);
+	ck_assert_int_eq(errno, ELOOP);
+}
+END_TEST
+
+static int inode_flags(const char *path, int *flags)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	int r = ioctl(fd, FS_IOC_GETFLAGS, flags) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+static int set_inode_flags(const char *path, int flags)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	int r = ioctl(fd, FS_IOC_SETFLAGS, &flags) < 0 ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+/* lsattr and chattr through the mount read and set the backing file's
+ * flags: no-atime set through the mount shows on the backing file, and an
+ * immutable file refuses writes through the mount until it is cleared. */
+START_TEST(inode_flags_pass_through)
+{
+	int backing, through;
+	test_write_file(test_mnt_path(&M, "attr"), "data");
+	if (inode_flags(test_backing_path(&M, "attr"), &backing) < 0) {
+		fprintf(stderr, "skipped: the backing filesystem has no inode flags\n");
+		return;
+	}
+	ck_assert_int_eq(inode_flags(test_mnt_path(&M, "attr"), &through), 0);
+	ck_assert_int_eq(through, backing);
+	ck_assert_int_eq(set_inode_flags(test_mnt_path(&M, "attr"), through | FS_NOATIME_FL), 0);
+	ck_assert_int_eq(inode_flags(test_backing_path(&M, "attr"), &backing), 0);
+	ck_assert(backing & FS_NOATIME_FL);
+	ck_assert_int_eq(set_inode_flags(test_mnt_path(&M, "attr"), backing | FS_IMMUTABLE_FL), 0);
+	ck_assert_int_eq(open(test_mnt_path(&M, "attr"), O_WRONLY | O_APPEND), -1);
+	ck_assert_int_eq(errno, EPERM);
+	ck_assert_int_eq(set_inode_flags(test_mnt_path(&M, "attr"), backing & ~FS_IMMUTABLE_FL), 0);
+	int fd = open(test_mnt_path(&M, "attr"), O_WRONLY | O_APPEND);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(mkdir(test_mnt_path(&M, "attr-dir"), 0755), 0);
+	ck_assert_int_eq(inode_flags(test_backing_path(&M, "attr-dir"), &backing), 0);
+	ck_assert_int_eq(inode_flags(test_mnt_path(&M, "attr-dir"), &through), 0);
+	ck_assert_int_eq(through, backing);
+}
+END_TEST
+
 START_TEST(errors_match_backing)
 {
 	struct { const char *rel; int flags; } cases[] = {
@@ -584,6 +655,8 @@ static Suite *posix_suite(void)
 	tcase_add_test(tc, readdir_large_and_forget);
 	tcase_add_test(tc, locks_are_kernel_local);
 	tcase_add_test(tc, o_tmpfile_is_unnamed_until_linked);
+	tcase_add_test(tc, o_nofollow_opens_files_not_symlinks);
+	tcase_add_test(tc, inode_flags_pass_through);
 	tcase_add_test(tc, fallocate_copy_range_statfs);
 	suite_add_tcase(s, tc);
 	return s;

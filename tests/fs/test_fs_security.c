@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <grp.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,6 +87,64 @@ static int write_file_errno(void *arg)
 	close(fd);
 	return r;
 }
+
+/* The errno of adding FLAG to the inode flags of arg (0: set). */
+static int add_inode_flag(void *arg, int flag)
+{
+	int fd = open(arg, O_RDONLY | O_NONBLOCK);
+	if (fd < 0)
+		return errno;
+	int flags = 0, r = 0;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0)
+		r = errno;
+	flags |= flag;
+	if (!r && ioctl(fd, FS_IOC_SETFLAGS, &flags) < 0)
+		r = errno;
+	close(fd);
+	return r;
+}
+
+static int add_immutable_errno(void *arg)
+{
+	return add_inode_flag(arg, FS_IMMUTABLE_FL);
+}
+
+static int add_nodump_errno(void *arg)
+{
+	return add_inode_flag(arg, FS_NODUMP_FL);
+}
+
+/* Inode flags pass to the backing file as root, so the caller is checked
+ * first (by the kernel): an owner may set no-dump on its file but not
+ * immutable (CAP_LINUX_IMMUTABLE), and nobody else may set either. */
+START_TEST(inode_flags_are_checked_for_the_caller)
+{
+	int fd = open(test_mnt_path(&M, "flagged"), O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(chown(test_mnt_path(&M, "flagged"), USER_UID, USER_GID), 0);
+	int flags;
+	fd = open(test_backing_path(&M, "flagged"), O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	int backing_has_flags = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+	close(fd);
+	if (!backing_has_flags) {
+		fprintf(stderr, "skipped: the backing filesystem has no inode flags\n");
+		return;
+	}
+	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, add_immutable_errno,
+				     (void *)test_mnt_path(&M, "flagged")), EPERM);
+	ck_assert_int_eq(test_run_as(OTHER_UID, OTHER_UID, add_nodump_errno,
+				     (void *)test_mnt_path(&M, "flagged")), EPERM);
+	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, add_nodump_errno,
+				     (void *)test_mnt_path(&M, "flagged")), 0);
+	fd = open(test_backing_path(&M, "flagged"), O_RDONLY);
+	ck_assert_int_eq(ioctl(fd, FS_IOC_GETFLAGS, &flags), 0);
+	close(fd);
+	ck_assert(flags & FS_NODUMP_FL);
+	ck_assert(!(flags & FS_IMMUTABLE_FL));
+}
+END_TEST
 
 START_TEST(other_user_cannot_read_private_file)
 {
@@ -347,6 +407,7 @@ static Suite *security_suite(void)
 	tcase_add_test(tc, setuid_given_while_open_cleared_by_next_write);
 	tcase_add_test(tc, writes_do_not_ask_for_security_capability);
 	tcase_add_test(tc, dotdot_and_symlinks_stay_inside);
+	tcase_add_test(tc, inode_flags_are_checked_for_the_caller);
 	suite_add_tcase(s, tc);
 	return s;
 }
