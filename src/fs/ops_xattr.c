@@ -1,8 +1,9 @@
 /*
  * Extended attributes, through /proc/self/fd/N of the node's O_PATH
- * descriptor (the f*xattr calls refuse O_PATH descriptors). Symlinks cannot
- * be reached that way without following them, so they report ENOTSUP; Linux
- * allows no user.* attributes on symlinks anyway.
+ * descriptor (the f*xattr calls refuse O_PATH descriptors). Following that
+ * link lands on the node itself, a symlink too (its descriptor was opened
+ * O_NOFOLLOW), and goes no further: a symlink's attributes are its own, as
+ * on the backing filesystem (which allows no user.* ones on symlinks).
  *
  * The kernel checks who may read or write which namespace before a request
  * gets here; changes then run as the caller, so the backing filesystem
@@ -30,8 +31,6 @@
 /* Fills path for ino and gets its descriptor (the caller puts it), or returns a positive errno. */
 static int xattr_path(struct inode_table *inodes, fuse_ino_t ino, char path[FS_PROC_PATH_BYTES])
 {
-	if (S_ISLNK(inode_table_type(inodes, ino)))
-		return ENOTSUP;
 	int fd = inode_table_fd_get(inodes, ino);
 	if (fd < 0)
 		return -fd;

@@ -188,6 +188,32 @@ START_TEST(xattrs)
 }
 END_TEST
 
+/* A symlink's attributes are its own (tar --xattrs and rsync -X list every
+ * symlink's): trusted.* set through the mount lands on the link, not on its
+ * target; user.* is refused as the backing filesystem refuses it. */
+START_TEST(symlink_xattrs_are_the_links_own)
+{
+	test_write_file(test_mnt_path(&M, "xt"), "target");
+	ck_assert_int_eq(symlink("xt", test_mnt_path(&M, "xl")), 0);
+	char buf[64];
+	ck_assert_int_eq(llistxattr(test_mnt_path(&M, "xl"), buf, sizeof(buf)),
+			 llistxattr(test_backing_path(&M, "xl"), buf, sizeof(buf)));
+	ck_assert_int_eq(lsetxattr(test_mnt_path(&M, "xl"), "trusted.mark", "link", 4, 0), 0);
+	ck_assert_int_eq(lgetxattr(test_backing_path(&M, "xl"), "trusted.mark", buf, sizeof(buf)), 4);
+	ck_assert_int_eq(memcmp(buf, "link", 4), 0);
+	ck_assert_int_eq(getxattr(test_backing_path(&M, "xt"), "trusted.mark", buf, sizeof(buf)), -1);
+	ck_assert_int_eq(errno, ENODATA);
+	ck_assert_int_eq(lgetxattr(test_mnt_path(&M, "xl"), "trusted.mark", buf, sizeof(buf)), 4);
+	ssize_t n = llistxattr(test_mnt_path(&M, "xl"), buf, sizeof(buf));
+	ck_assert_ptr_nonnull(memmem(buf, n > 0 ? (size_t)n : 0, "trusted.mark", 13));
+	int direct = lsetxattr(test_backing_path(&M, "xl"), "user.no", "1", 1, 0) == 0 ? 0 : errno;
+	int through = lsetxattr(test_mnt_path(&M, "xl"), "user.no", "1", 1, 0) == 0 ? 0 : errno;
+	ck_assert_int_eq(through, direct);
+	ck_assert_int_eq(lremovexattr(test_mnt_path(&M, "xl"), "trusted.mark"), 0);
+	ck_assert_int_eq(lgetxattr(test_backing_path(&M, "xl"), "trusted.mark", buf, sizeof(buf)), -1);
+}
+END_TEST
+
 START_TEST(truncate_up_and_down)
 {
 	test_write_file(test_mnt_path(&M, "tr"), "0123456789");
@@ -656,6 +682,7 @@ static Suite *posix_suite(void)
 	tcase_add_test(tc, locks_are_kernel_local);
 	tcase_add_test(tc, o_tmpfile_is_unnamed_until_linked);
 	tcase_add_test(tc, o_nofollow_opens_files_not_symlinks);
+	tcase_add_test(tc, symlink_xattrs_are_the_links_own);
 	tcase_add_test(tc, inode_flags_pass_through);
 	tcase_add_test(tc, fallocate_copy_range_statfs);
 	suite_add_tcase(s, tc);
