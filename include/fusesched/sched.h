@@ -91,6 +91,8 @@ enum sched_inject {
 struct sched_params {
 	enum sched_policy policy;		/* SCHED_POLICY_BFQ */
 	uint32_t max_inflight;			/* 32: requests at the store at once */
+	bool learn_depth;			/* false: at most max_inflight at the store; true: at most
+					 * 1.5x the depth it was seen to serve (learn.c) */
 	uint32_t default_weight;		/* 100, for sched_queue_get(weight 0) */
 	uint64_t budget_timeout_ns;		/* 20 ms: longest a tenant holds the store */
 	uint64_t budget_min_bytes;		/* 16 KiB: smallest budget */
@@ -149,6 +151,7 @@ struct sched_req {
 	uint64_t enqueue_ns, dispatch_ns, charge_bytes;
 	uint64_t store_share_start;	/* the scheduler's store share sum at dispatch */
 	uint32_t others_inflight;	/* other tenants' requests at the store at dispatch */
+	bool probed;			/* dispatched during a depth probe (learn.c) */
 };
 
 /* Tenants form a tree, as cgroups do: a queue or a group is a child of a
@@ -253,5 +256,8 @@ uint32_t sched_pending(const struct sched *s);
 uint32_t sched_reserved_slots(const struct sched *s, uint64_t now_ns);
 /* Tenants with requests queued or in flight. */
 uint32_t sched_busy_queues(const struct sched *s);
+/* The most requests it lets be at the store: max_inflight, or with
+ * learn_depth the limit learned so far. */
+uint32_t sched_max_inflight(const struct sched *s);
 
 #endif

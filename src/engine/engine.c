@@ -1156,7 +1156,7 @@ static void publish_stats(struct engine *e, uint64_t now)
 	note_outstanding(e);
 	recompute_meta_sole(e, now, busy_tenant, busy_count);
 	stats_publish_global(e->stats, sched_peak_rate(e->sched), sched_inflight(e->sched),
-			     e->params.sched.max_inflight, sched_reserved_slots(e->sched, now));
+			     sched_max_inflight(e->sched), sched_reserved_slots(e->sched, now));
 }
 
 static void close_solo(struct engine *e)

@@ -8,7 +8,7 @@
 
 uint32_t sched_depth_share(const struct sched *s, uint64_t weight, uint64_t wsum)
 {
-	uint64_t share = ((uint64_t)s->p.max_inflight * weight + wsum - 1) / wsum;
+	uint64_t share = ((uint64_t)sched_depth_limit(s) * weight + wsum - 1) / wsum;
 	return share ? (uint32_t)share : 1;
 }
 
@@ -24,12 +24,13 @@ uint32_t sched_bfq_cap(const struct sched *s, const struct sched_queue *q)
 	uint32_t share = sched_depth_share(s, q->ent.weight, wsum);
 	uint64_t short_wsum = s->short_wsum - q->short_weight;
 	uint32_t short_depth = s->short_depth - q->short_depth;
-	if (!short_wsum || short_wsum >= wsum || short_depth >= s->p.max_inflight)
+	uint32_t depth = sched_depth_limit(s);
+	if (!short_wsum || short_wsum >= wsum || short_depth >= depth)
 		return share;
-	uint64_t left = s->p.max_inflight - short_depth, rest = wsum - short_wsum;
+	uint64_t left = depth - short_depth, rest = wsum - short_wsum;
 	uint64_t filled = (left * q->ent.weight + rest - 1) / rest;
-	if (filled > s->p.max_inflight)	/* others' parts not yet brought up to date */
-		filled = s->p.max_inflight;
+	if (filled > depth)	/* others' parts not yet brought up to date */
+		filled = depth;
 	return filled > share ? (uint32_t)filled : share;
 }
 

@@ -156,6 +156,81 @@ static uint64_t least_in_flight(struct sched_queue *q, const struct sched_req *r
 
 /* ---- the store's rate and parallelism ---- */
 
+/* ---- the store's depth (learn_depth) ----
+ *
+ * With max_inflight above what the store serves at once, the rest wait in
+ * the store's own queue, first come first served: shares there follow how
+ * many requests each tenant keeps outstanding, not weights, and tenants
+ * whose depths together fit within max_inflight are never held back at all
+ * (two 16-deep readers at 400:100 got 1:1). The depth the store serves is,
+ * by Little's law, its completions' unqueued times in flight per unit of
+ * time; a store kept full shows only queued times, so every
+ * DEPTH_PROBE_EVERY_NS the limit halves for DEPTH_PROBE_NS, and the
+ * requests dispatched then give each kind and size its unqueued mean. A
+ * completion counts the smaller of that mean and its own time (a request
+ * that found a free slot is its own measure); the most of this second's
+ * and the last second's windows, times DEPTH_GAIN_PCT, is the limit: the
+ * margin is the store's jitter, and what the others get of it beside a
+ * tenant that cannot fill its share. Without kinds and sizes apart, a
+ * probe that happened to send small requests read a mix of 1 MiB ones as
+ * a fifth of its depth, and the limit spiralled down with the rate it cut. */
+#define DEPTH_RATE_WINDOW_NS 20000000ull
+#define DEPTH_SECOND_NS 1000000000ull
+#define DEPTH_PROBE_EVERY_NS 1000000000ull
+#define DEPTH_PROBE_NS 5000000ull
+#define DEPTH_GAIN_PCT 150u
+
+static void depth_learn(struct sched *s, const struct sched_req *r, uint64_t now_ns)
+{
+	struct store_depth *d = &s->depth;
+	if (!s->p.learn_depth)
+		return;
+	uint64_t f = now_ns > r->dispatch_ns ? now_ns - r->dispatch_ns : 1;
+	uint64_t *mean = &d->flight_ns[cost_kind(r->op)][cost_size(r->bytes)];
+	if (r->probed)
+		*mean = *mean ? (*mean * 7 + f) / 8 : f;
+	if (!d->window_start_ns || now_ns < d->window_start_ns) {
+		d->window_start_ns = now_ns;
+		d->window_flight_ns = 0;
+	}
+	d->window_flight_ns += *mean && *mean < f ? *mean : f;
+	uint64_t span = now_ns - d->window_start_ns;
+	if (span < DEPTH_RATE_WINDOW_NS)
+		return;
+	uint64_t par = d->window_flight_ns * 256 / span;
+	d->window_start_ns = now_ns;
+	d->window_flight_ns = 0;
+	if (!d->second_start_ns || now_ns - d->second_start_ns >= DEPTH_SECOND_NS) {
+		d->most_last_256 = d->most_now_256;
+		d->most_now_256 = 0;
+		d->second_start_ns = now_ns;
+	}
+	if (par > d->most_now_256)
+		d->most_now_256 = par;
+	uint64_t most = d->most_now_256 > d->most_last_256 ? d->most_now_256 : d->most_last_256;
+	uint64_t limit = (most * DEPTH_GAIN_PCT / 100 + 255) / 256;
+	if (limit < 2)
+		limit = 2;
+	d->limit = limit > s->p.max_inflight ? s->p.max_inflight : (uint32_t)limit;
+}
+
+/* From the first dispatch on, a probe each DEPTH_PROBE_EVERY_NS: the first
+ * gives the unqueued times to learn from. */
+uint32_t sched_depth_now(struct sched *s, uint64_t now_ns)
+{
+	struct store_depth *d = &s->depth;
+	if (!s->p.learn_depth)
+		return s->p.max_inflight;
+	if (now_ns >= d->probe_next_ns) {
+		d->probe_end_ns = now_ns + DEPTH_PROBE_NS;
+		d->probe_next_ns = now_ns + DEPTH_PROBE_EVERY_NS;
+	}
+	uint32_t limit = sched_depth_limit(s);
+	if (now_ns < d->probe_end_ns)
+		return limit / 2 ? limit / 2 : 1;
+	return limit;
+}
+
 /* The slot rate (one request's bytes per second) converts store time into
  * bytes for requests charged by time; the peak rate sizes the largest budget
  * to what the store moves in budget_timeout_ns. The parallelism is how many
@@ -179,6 +254,7 @@ static void rate_learn(struct sched *s, struct sched_queue *q, const struct sche
 			st->slot_bytes_per_s += (one - st->slot_bytes_per_s) / 8 + 1;
 	}
 	uint64_t least = least_in_flight(q, r, now_ns);
+	depth_learn(s, r, now_ns);
 	if (!st->window_start_ns || now_ns < st->window_start_ns) {
 		st->window_start_ns = now_ns;
 		st->window_bytes = 0;

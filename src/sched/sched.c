@@ -263,6 +263,7 @@ void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r
 	r->store_share_start = s->store_share;
 	r->dispatch_ns = now_ns;
 	r->others_inflight = s->inflight - q->inflight;
+	r->probed = s->p.learn_depth && now_ns < s->depth.probe_end_ns;
 	s->dispatch_seq++;
 	q->inflight++;
 	s->inflight++;
@@ -271,7 +272,7 @@ void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r
 
 struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns)
 {
-	if (s->inflight >= s->p.max_inflight)
+	if (s->inflight >= sched_depth_now(s, now_ns))
 		return NULL;
 	return s->ops->dispatch(s, now_ns);
 }
@@ -330,6 +331,11 @@ uint64_t sched_peak_rate(const struct sched *s)
 uint32_t sched_inflight(const struct sched *s)
 {
 	return s->inflight;
+}
+
+uint32_t sched_max_inflight(const struct sched *s)
+{
+	return sched_depth_limit(s);
 }
 
 uint32_t sched_pending(const struct sched *s)

@@ -273,6 +273,16 @@ struct store_rate {
 	uint64_t max_budget_bytes;	/* what a slice can use in budget_timeout_ns */
 };
 
+/* The depth the store serves (learn.c, learn_depth): requests in flight at
+ * once beyond which they only queue in the store. */
+struct store_depth {
+	uint64_t window_start_ns, window_flight_ns;	/* the window's completions' unqueued times */
+	uint64_t second_start_ns, most_now_256, most_last_256;	/* most per window, in 1/256 */
+	uint64_t flight_ns[3][COST_SIZES];	/* mean time in flight of probed requests, by kind and size */
+	uint64_t probe_next_ns, probe_end_ns;
+	uint32_t limit;		/* what may be in flight: the depth it serves and a margin */
+};
+
 struct recent_completion {
 	uint64_t tenant_id, at_ns;
 };
@@ -308,6 +318,7 @@ struct sched {
 	uint64_t store_share, store_share_last_ns;
 
 	struct store_rate rate;
+	struct store_depth depth;
 	struct recent_completion recent[RECENT_COMPLETIONS];
 	uint32_t recent_next;
 
@@ -361,9 +372,17 @@ static inline bool queue_deep(const struct sched_queue *q)
 	return q->depth != QUEUE_SHALLOW;
 }
 
+/* Requests that may be at the store at once: max_inflight, or the depth it
+ * was seen to serve (learn.c). */
+static inline uint32_t sched_depth_limit(const struct sched *s)
+{
+	return s->depth.limit ? s->depth.limit : s->p.max_inflight;
+}
+
 static inline uint32_t sched_free_slots(const struct sched *s)
 {
-	return s->inflight < s->p.max_inflight ? s->p.max_inflight - s->inflight : 0;
+	uint32_t limit = sched_depth_limit(s);
+	return s->inflight < limit ? limit - s->inflight : 0;
 }
 
 /* Windows of a fixed width for "this window and the last" estimates: where
@@ -448,6 +467,8 @@ bool sched_learn_cycle(struct sched *s, struct sched_queue *q, const struct sche
 		       uint64_t now_ns);
 void sched_learn_inject_limit(struct sched *s, struct sched_queue *q, const struct sched_req *r,
 			      bool cycle_was_slowed, uint64_t now_ns);
+/* The limit on requests in flight now: during a depth probe, half. */
+uint32_t sched_depth_now(struct sched *s, uint64_t now_ns);
 /* How many others' requests may be at the store while g is idled for. */
 uint32_t sched_inject_limit(struct sched *s, struct sched_queue *g, uint64_t now_ns);
 

@@ -662,6 +662,33 @@ START_TEST(reaping_noise_is_not_a_slowdown)
 END_TEST
 
 /* Same seed, same numbers: the simulator is a test instrument. */
+/* Q1: on a store of 8 slots behind 32 dispatch slots, two 16-deep readers
+ * at 400:100 all fit in the dispatch depth and the store's queue serves
+ * them 1:1. With the depth learned from the store (8, a limit of 12) the
+ * weights divide those 12: 10 and 2 at once, shares of the store's queue
+ * in that ratio, so 4:1 comes out between 3:1 and 5.5:1 (whole requests at
+ * this depth), at fifo's total. On a store of 32 slots nothing queues,
+ * each uses 16 of them, and the learned depth leaves it so. */
+START_TEST(q1_learned_depth_keeps_weights_on_a_queued_store)
+{
+	struct sim_scenario sc;
+	sim_scenario_q1_queued_store(&sc, 8);
+	struct sim_result learned = run(&sc, sim_params_bfq_learn_depth);
+	struct sim_result fixed = run(&sc, sim_params_bfq);
+	struct sim_result fifo = run(&sc, sim_params_fifo);
+	double rl = ratio(&learned, 0, 1), rx = ratio(&fixed, 0, 1);
+	ck_assert_msg(rl >= 3 && rl <= 5.5, "learned depth: ratio %.2f", rl);
+	ck_assert_msg(learned.store_busy >= 0.9 * fifo.store_busy, "busy %.2f fifo %.2f",
+		      learned.store_busy, fifo.store_busy);
+	ck_assert_msg(rx < 1.5, "max_inflight alone held them back: ratio %.2f", rx);
+	sim_scenario_q1_queued_store(&sc, 32);
+	struct sim_result wide = run(&sc, sim_params_bfq_learn_depth);
+	struct sim_result wide_fifo = run(&sc, sim_params_fifo);
+	ck_assert_msg(wide.store_busy >= 0.95 * wide_fifo.store_busy, "busy %.2f fifo %.2f",
+		      wide.store_busy, wide_fifo.store_busy);
+}
+END_TEST
+
 START_TEST(sim_is_deterministic)
 {
 	struct sim_scenario sc;
@@ -694,6 +721,7 @@ int main(void)
 	tcase_add_test(tc, injected_barriers_keep_to_their_weight);
 	tcase_add_test(tc, light_reader_keeps_its_slice_at_its_cap);
 	tcase_add_test(tc, reaping_noise_is_not_a_slowdown);
+	tcase_add_test(tc, q1_learned_depth_keeps_weights_on_a_queued_store);
 	tcase_add_test(tc, sim_is_deterministic);
 	suite_add_tcase(s, tc);
 	TCase *tree = tcase_create("tree");

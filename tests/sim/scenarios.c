@@ -346,3 +346,23 @@ void sim_params_bfq_fixed_idle(struct sched_params *p)
 	p->idle_fixed_ns = 4 * MS;
 	p->inject_enable = false;
 }
+
+void sim_params_bfq_learn_depth(struct sched_params *p)
+{
+	sched_params_default(p);
+	p->learn_depth = true;
+}
+
+void sim_scenario_q1_queued_store(struct sim_scenario *sc, uint32_t slots)
+{
+	scenario_base(sc, "Q1 queued store", "two 16-deep 4k readers, 400:100, 32 dispatch slots",
+		      slots, 4000 * MS);
+	sc->max_inflight = 32;
+	sc->warmup_ns = 1000 * MS; /* the depth is learned in the first second */
+	tenant_add(sc, (struct sim_tenant){ .name = "heavy", .weight = 400, .depth = 16,
+					    .think_ns = 20 * US, .op = SCHED_OP_READ,
+					    .bytes = 4 * KIB, .sync = true, .journal = -1 });
+	tenant_add(sc, (struct sim_tenant){ .name = "light", .weight = 100, .depth = 16,
+					    .think_ns = 20 * US, .op = SCHED_OP_READ,
+					    .bytes = 4 * KIB, .sync = true, .journal = -1 });
+}

@@ -220,6 +220,11 @@ void sim_scenario_h4_nested(struct sim_scenario *sc);
 void sim_scenario_h5_sync_reader(struct sim_scenario *sc, uint32_t slots, bool deep_present);
 void sim_scenario_h5_journal(struct sim_scenario *sc);
 void sim_scenario_h6_reweight(struct sim_scenario *sc);
+/* Q1: two 4 KiB readers of 16 jobs each at 400:100 on a fast store of
+ * slots slots behind 32 dispatch slots: together within max_inflight, so
+ * only a limit learned from the store (learn_depth) holds them back; with
+ * max_inflight alone the store's queue serves them 1:1. */
+void sim_scenario_q1_queued_store(struct sim_scenario *sc, uint32_t slots);
 /* The share of the store the tree promises tenant (0-based) or group
  * (0-based) at at_ns, if every tenant running then is backlogged: the
  * tenants between their start_ns and stop_ns, with the reweights up to
@@ -242,6 +247,8 @@ void sim_params_bfq_nohold(struct sched_params *p);
 void sim_params_bfq_noaway(struct sched_params *p);
 /* BFQ before think-time learning: a fixed window, no injection. */
 void sim_params_bfq_fixed_idle(struct sched_params *p);
+/* At most 1.5x the depth the store was seen to serve (learn_depth). */
+void sim_params_bfq_learn_depth(struct sched_params *p);
 
 /* ---- the shape matrix (matrix.c, issue 23) ----
  *
