@@ -154,8 +154,6 @@ static uint64_t least_in_flight(struct sched_queue *q, const struct sched_req *r
 	return least;
 }
 
-/* ---- the store's rate and parallelism ---- */
-
 /* ---- the store's depth (learn_depth) ----
  *
  * With max_inflight above what the store serves at once, the rest wait in
@@ -230,6 +228,8 @@ uint32_t sched_depth_now(struct sched *s, uint64_t now_ns)
 		return limit / 2 ? limit / 2 : 1;
 	return limit;
 }
+
+/* ---- the store's rate and parallelism ---- */
 
 /* The slot rate (one request's bytes per second) converts store time into
  * bytes for requests charged by time; the peak rate sizes the largest budget
