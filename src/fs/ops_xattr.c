@@ -18,7 +18,6 @@
 #include <linux/capability.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/xattr.h>
 
 /* From <linux/xattr.h> and <linux/posix_acl_xattr.h>, which clash with <sys/xattr.h>. */

@@ -254,7 +254,6 @@ static void rate_learn(struct sched *s, struct sched_queue *q, const struct sche
 			st->slot_bytes_per_s += (one - st->slot_bytes_per_s) / 8 + 1;
 	}
 	uint64_t least = least_in_flight(q, r, now_ns);
-	depth_learn(s, r, now_ns);
 	if (!st->window_start_ns || now_ns < st->window_start_ns) {
 		st->window_start_ns = now_ns;
 		st->window_bytes = 0;
@@ -296,6 +295,7 @@ void sched_learn_completion(struct sched *s, struct sched_queue *q, const struct
 		s->recent_next = (s->recent_next + 1) % RECENT_COMPLETIONS;
 	}
 	rate_learn(s, q, r, now_ns);
+	depth_learn(s, r, now_ns);
 }
 
 /* ---- cycles ----
