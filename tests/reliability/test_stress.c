@@ -11,6 +11,7 @@
 #include "mount_helper.h"
 
 #include <check.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,32 @@ static void failures_of(const char *log, char *out, size_t out_bytes)
 		fclose(f);
 }
 
+/*
+ * stress-ng exits 7 when a stressor's bogo-ops counter was caught mid-update
+ * as the run was stopped (seen under load on 2 cores): its count is
+ * untrustworthy, not its checks. Such a run passes only if every failure
+ * line in the log is about that counter.
+ */
+#define STRESS_NG_METRICS_UNTRUSTWORTHY 7
+
+static bool only_counter_failures(const char *log)
+{
+	FILE *f = fopen(log, "r");
+	if (!f)
+		return false;
+	char line[512];
+	bool only = true, any = false;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, " fail: ") && !strstr(line, " error: ") && !strstr(line, "FAIL"))
+			continue;
+		any = true;
+		if (!strstr(line, "bogo-ops counter") && !strstr(line, "untrustworthy"))
+			only = false;
+	}
+	fclose(f);
+	return any && only;
+}
+
 START_TEST(stress_ng_through_a_background_mount)
 {
 	struct test_mount d;
@@ -61,7 +88,9 @@ START_TEST(stress_ng_through_a_background_mount)
 		d.mnt, d.mnt, STRESS_SECONDS, log);
 	char failures[4096];
 	failures_of(log, failures, sizeof(failures));
-	ck_assert_msg(status == 0, "stress-ng exited %d:\n%s(whole log: %s)", status, failures, log);
+	ck_assert_msg(status == 0 ||
+			      (status == STRESS_NG_METRICS_UNTRUSTWORTHY && only_counter_failures(log)),
+		      "stress-ng exited %d:\n%s(whole log: %s)", status, failures, log);
 	/* Still serving, and what it acknowledged is in the backing directory. */
 	ck_assert(test_is_fuse_mount(d.mnt));
 	ck_assert_int_eq(test_sh("echo after > '%s/after' && grep -qx after '%s/after'", d.mnt,
