@@ -1,9 +1,11 @@
 /*
  * The /dev/fuse channel: libfuse's reads and replies pass through here. It
  * is where every request enters, so it is where a metadata request that
- * must wait for its turn is taken aside (see channel_read), and where the
- * daemon takes over dropping setuid/setgid from the kernel
- * (FUSE_HANDLE_KILLPRIV_V2), which libfuse 3.14 cannot negotiate.
+ * must wait for its turn is taken aside (see channel_read), where the
+ * requests libfuse 3.14 cannot serve are served (FUSE_STATX) or rewritten
+ * (FUSE_TMPFILE), and where the daemon takes over dropping setuid/setgid
+ * from the kernel (FUSE_HANDLE_KILLPRIV_V2), which libfuse 3.14 cannot
+ * negotiate.
  *
  * Without it the kernel asks the daemon for security.capability before
  * every write (a full round trip through a worker), because a FUSE
@@ -115,6 +117,11 @@ struct deferred {
 static void run_deferred(void *arg)
 {
 	struct deferred *d = arg;
+	if (((struct fuse_in_header *)d->mem)->opcode == FS_FUSE_STATX) {
+		fs_serve_statx(channel_fs, fuse_session_fd(channel_fs->session), d->mem, d->bytes);
+		free(d);
+		return;
+	}
 	take_request((struct fuse_in_header *)d->mem, d->bytes);
 	struct fuse_buf buf = {.size = d->bytes, .mem = d->mem};
 	fuse_session_process_buf(channel_fs->session, &buf);
@@ -357,6 +364,12 @@ static ssize_t channel_read(int fd, void *buf, size_t buf_bytes, void *userdata)
 		}
 		bool metadata = dp->meta_now && is_metadata(h->opcode);
 		if (!metadata || dp->meta_now(dp, (pid_t)h->pid, &running)) {
+			if (h->opcode == FS_FUSE_STATX) { /* libfuse cannot: served here, and read on */
+				fs_serve_statx(channel_fs, fd, h, (size_t)n);
+				if (metadata)
+					dp->meta_ran(dp, &running);
+				continue;
+			}
 			running_valid = metadata;
 			take_request(h, (size_t)n);
 			return n;

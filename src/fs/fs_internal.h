@@ -68,6 +68,15 @@ bool fs_request_drops_privs(void);
 /* The CREATE this worker is serving is an open with O_TMPFILE (channel.c). */
 bool fs_request_is_tmpfile(void);
 /*
+ * FUSE_STATX (protocol 7.39, kernel 6.6), which the kernel sends for a
+ * statx(2) asking for more than the basic fields (the birth time) and
+ * libfuse 3.14 answers with ENOSYS, after which the kernel never asks
+ * again and shows no birth time. The channel serves it itself: the
+ * request's bytes (header and fs_statx_in), its answer written to fd.
+ */
+#define FS_FUSE_STATX 52u
+void fs_serve_statx(struct fs *fs, int fd, const void *request, size_t bytes);
+/*
  * The payload of the write this worker just read, when the channel read it
  * into a datapath buffer (see channel.c) and it is bytes long: the caller
  * owns it from now on (submit it as write_owned). NULL: use libfuse's.

@@ -214,6 +214,47 @@ START_TEST(symlink_xattrs_are_the_links_own)
 }
 END_TEST
 
+/* statx's birth time comes through (the kernel asks with FUSE_STATX) as the backing file has it. */
+static void assert_statx_matches(const char *name, int fd)
+{
+	struct statx through, direct;
+	unsigned int mask = STATX_BASIC_STATS | STATX_BTIME;
+	if (fd >= 0)
+		ck_assert_int_eq(statx(fd, "", AT_EMPTY_PATH, mask, &through), 0);
+	else
+		ck_assert_int_eq(statx(AT_FDCWD, test_mnt_path(&M, name), AT_SYMLINK_NOFOLLOW, mask, &through), 0);
+	ck_assert_int_eq(statx(AT_FDCWD, test_backing_path(&M, name), AT_SYMLINK_NOFOLLOW, mask, &direct), 0);
+	ck_assert_msg((through.stx_mask & STATX_BTIME) == (direct.stx_mask & STATX_BTIME),
+		      "%s: birth time in the mask through the mount %d, in the backing file %d", name,
+		      !!(through.stx_mask & STATX_BTIME), !!(direct.stx_mask & STATX_BTIME));
+	if (direct.stx_mask & STATX_BTIME) {
+		ck_assert_int_eq(through.stx_btime.tv_sec, direct.stx_btime.tv_sec);
+		ck_assert_uint_eq(through.stx_btime.tv_nsec, direct.stx_btime.tv_nsec);
+	}
+	ck_assert_uint_eq(through.stx_ino, direct.stx_ino);
+	ck_assert_uint_eq(through.stx_mode, direct.stx_mode);
+	ck_assert_uint_eq(through.stx_size, direct.stx_size);
+	ck_assert_uint_eq(through.stx_mask & STATX_BASIC_STATS, STATX_BASIC_STATS);
+}
+
+START_TEST(statx_shows_the_birth_time)
+{
+	test_write_file(test_mnt_path(&M, "bf"), "born");
+	ck_assert_int_eq(mkdir(test_mnt_path(&M, "bd"), 0755), 0);
+	ck_assert_int_eq(symlink("bf", test_mnt_path(&M, "bl")), 0);
+	const char *names[] = {"bf", "bd", "bl", "bf"}; /* bf again: from the kernel's cache */
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		assert_statx_matches(names[i], -1);
+	int fd = open(test_mnt_path(&M, "bf"), O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	assert_statx_matches("bf", fd);
+	close(fd);
+	struct statx gone;
+	ck_assert_int_eq(statx(AT_FDCWD, test_mnt_path(&M, "none"), 0, STATX_BTIME, &gone), -1);
+	ck_assert_int_eq(errno, ENOENT);
+}
+END_TEST
+
 START_TEST(truncate_up_and_down)
 {
 	test_write_file(test_mnt_path(&M, "tr"), "0123456789");
@@ -683,6 +724,7 @@ static Suite *posix_suite(void)
 	tcase_add_test(tc, o_tmpfile_is_unnamed_until_linked);
 	tcase_add_test(tc, o_nofollow_opens_files_not_symlinks);
 	tcase_add_test(tc, symlink_xattrs_are_the_links_own);
+	tcase_add_test(tc, statx_shows_the_birth_time);
 	tcase_add_test(tc, inode_flags_pass_through);
 	tcase_add_test(tc, fallocate_copy_range_statfs);
 	suite_add_tcase(s, tc);
