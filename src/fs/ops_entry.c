@@ -100,6 +100,9 @@ struct fs_statx_out {
 	} stat;
 };
 
+/* The backing file's mount's, not the FUSE mount's: the kernel sets its own. */
+#define STATX_ATTRS_OF_THE_MOUNT (STATX_ATTR_MOUNT_ROOT | STATX_ATTR_AUTOMOUNT | STATX_ATTR_DAX)
+
 static struct fs_sx_time sx_time(struct statx_timestamp t)
 {
 	return (struct fs_sx_time){.tv_sec = t.tv_sec, .tv_nsec = t.tv_nsec};
@@ -137,9 +140,11 @@ void fs_serve_statx(struct fs *fs, int fd, const void *request, size_t bytes)
 		double valid_s = fs_attr_timeout_s(fs, makedev(stx.stx_dev_major, stx.stx_dev_minor));
 		out.attr_valid = (uint64_t)valid_s;
 		out.attr_valid_nsec = (uint32_t)((valid_s - (double)out.attr_valid) * 1e9);
-		out.stat.mask = stx.stx_mask | STATX_BASIC_STATS;
+		/* What this answer fills, no more: a kernel that asks for more
+		 * fields reads them from the spare words, which stay zero. */
+		out.stat.mask = (stx.stx_mask & STATX_BTIME) | STATX_BASIC_STATS;
 		out.stat.blksize = stx.stx_blksize;
-		out.stat.attributes = stx.stx_attributes;
+		out.stat.attributes = stx.stx_attributes & ~STATX_ATTRS_OF_THE_MOUNT;
 		out.stat.nlink = stx.stx_nlink;
 		out.stat.uid = stx.stx_uid;
 		out.stat.gid = stx.stx_gid;
@@ -147,7 +152,7 @@ void fs_serve_statx(struct fs *fs, int fd, const void *request, size_t bytes)
 		out.stat.ino = stx.stx_ino;
 		out.stat.size = stx.stx_size;
 		out.stat.blocks = stx.stx_blocks;
-		out.stat.attributes_mask = stx.stx_attributes_mask;
+		out.stat.attributes_mask = stx.stx_attributes_mask & ~STATX_ATTRS_OF_THE_MOUNT;
 		out.stat.atime = sx_time(stx.stx_atime);
 		out.stat.btime = sx_time(stx.stx_btime);
 		out.stat.ctime = sx_time(stx.stx_ctime);
