@@ -6,7 +6,7 @@
  *
  * Sections and keys (every key is optional; conf/fusesched.conf documents them):
  *
- *   [scheduler]  policy, max_inflight, learn_depth, idle, budget_timeout_ms,
+ *   [scheduler]  policy, max_inflight, learn_depth, work_conserving, idle, budget_timeout_ms,
  *                busy_poll_us, reserve_ms, default_weight, honor_cgroup_weights
  *   [tenants]    hierarchy, cache_ttl_ms, retire_idle_ms
  *   [control]    socket, group
@@ -73,6 +73,7 @@ struct config_scheduler {
 	enum config_policy policy;
 	uint32_t max_inflight;
 	bool learn_depth;		/* at most 1.5x the depth the store was seen to serve */
+	bool work_conserving;		/* no: unused slots never go to a tenant ahead of its share */
 	enum config_idle_mode idle_mode;
 	uint32_t idle_us;		/* meaningful for CONFIG_IDLE_FIXED */
 	uint32_t budget_timeout_ms;

@@ -93,6 +93,9 @@ struct sched_params {
 	uint32_t max_inflight;			/* 32: requests at the store at once */
 	bool learn_depth;			/* false: at most max_inflight at the store; true: at most
 					 * 1.5x the depth it was seen to serve (learn.c) */
+	bool work_conserving;			/* true: slots a deep tenant in service leaves unused go
+					 * to whoever waits first; false: not to one already a
+					 * slice ahead of its share (idle.c, inject_holding) */
 	uint32_t default_weight;		/* 100, for sched_queue_get(weight 0) */
 	uint64_t budget_timeout_ns;		/* 20 ms: longest a tenant holds the store */
 	uint64_t budget_min_bytes;		/* 16 KiB: smallest budget */

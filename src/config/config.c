@@ -488,6 +488,8 @@ static const struct key_desc keys[] = {
 	  CFG(scheduler.max_inflight), 1, 4096, NULL, "32", AT_MOUNT },
 	{ SEC_SCHEDULER, "learn_depth", set_bool, print_bool,
 	  CFG(scheduler.learn_depth), 0, 0, NULL, "no", AT_MOUNT },
+	{ SEC_SCHEDULER, "work_conserving", set_bool, print_bool,
+	  CFG(scheduler.work_conserving), 0, 0, NULL, "yes", AT_MOUNT },
 	{ SEC_SCHEDULER, "idle", set_idle, print_idle,
 	  CFG(scheduler), 1, 1000000, NULL, "auto", AT_MOUNT },
 	{ SEC_SCHEDULER, "budget_timeout_ms", set_u32, print_u32,

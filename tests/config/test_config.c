@@ -50,6 +50,7 @@ START_TEST(empty_file_gives_defaults)
 	ck_assert_int_eq(cfg->scheduler.policy, CONFIG_POLICY_BFQ);
 	ck_assert_uint_eq(cfg->scheduler.max_inflight, 32);
 	ck_assert(!cfg->scheduler.learn_depth);
+	ck_assert(cfg->scheduler.work_conserving);
 	ck_assert_int_eq(cfg->scheduler.idle_mode, CONFIG_IDLE_AUTO);
 	ck_assert_uint_eq(cfg->scheduler.budget_timeout_ms, 20);
 	ck_assert_uint_eq(cfg->scheduler.busy_poll_us, 200);
@@ -81,6 +82,7 @@ START_TEST(full_file_sets_every_key)
 		"policy = fifo            ; bfq | fifo\n"
 		"max_inflight = 64\n"
 		"learn_depth = yes\n"
+		"work_conserving = no\n"
 		"idle = 250\n"
 		"budget_timeout_ms = 40\n"
 		"busy_poll_us = 0\n"
@@ -109,6 +111,7 @@ START_TEST(full_file_sets_every_key)
 	ck_assert_int_eq(cfg->scheduler.policy, CONFIG_POLICY_FIFO);
 	ck_assert_uint_eq(cfg->scheduler.max_inflight, 64);
 	ck_assert(cfg->scheduler.learn_depth);
+	ck_assert(!cfg->scheduler.work_conserving);
 	ck_assert_int_eq(cfg->scheduler.idle_mode, CONFIG_IDLE_FIXED);
 	ck_assert_uint_eq(cfg->scheduler.idle_us, 250);
 	ck_assert_uint_eq(cfg->scheduler.budget_timeout_ms, 40);
@@ -124,7 +127,7 @@ START_TEST(full_file_sets_every_key)
 	ck_assert_uint_eq(cfg->group_count, 3);
 	ck_assert_str_eq(cfg->groups[0].pattern, "/tenants/gold");
 	ck_assert_uint_eq(cfg->groups[0].weight, 800);
-	ck_assert_uint_eq(cfg->groups[0].line, 20);
+	ck_assert_uint_eq(cfg->groups[0].line, 21);
 	ck_assert_str_eq(cfg->groups[1].pattern, "/system.slice/docker-*.scope");
 	ck_assert_uint_eq(cfg->groups[1].weight, 200);
 	ck_assert_str_eq(cfg->groups[2].pattern, "/odd/[ab]]/\"q\\");
@@ -408,7 +411,7 @@ START_TEST(print_round_trips)
 	mem = open_memstream(&out1, &len1);
 	ck_assert_int_eq(config_print(cfg, mem), 0);
 	fclose(mem);
-	ck_assert_ptr_nonnull(strstr(out1, "\n[scheduler]\npolicy = bfq\nmax_inflight = 32\nlearn_depth = no\nidle = 300\n"));
+	ck_assert_ptr_nonnull(strstr(out1, "\n[scheduler]\npolicy = bfq\nmax_inflight = 32\nlearn_depth = no\nwork_conserving = yes\nidle = 300\n"));
 	ck_assert_ptr_nonnull(strstr(out1, "honor_cgroup_weights = no\n"));
 	ck_assert_ptr_nonnull(strstr(out1, "socket = auto\ngroup = 1000\n"));
 	ck_assert_ptr_nonnull(strstr(out1, "[group \"/a\\\"b\"]\nweight = 7\naccount = cgroup\n"));

@@ -689,6 +689,24 @@ START_TEST(q1_learned_depth_keeps_weights_on_a_queued_store)
 }
 END_TEST
 
+/* Q1 again with work_conserving off: the light reader, a slice ahead of
+ * its share, no longer takes the slots the heavy one leaves unused, so the
+ * store's queue holds the heavy one's 16 and a few of the light one's, and
+ * 4:1 comes out between 3:1 and 5.5:1 at fifo's total (the store is full
+ * either way). */
+START_TEST(q1_without_work_conservation_keeps_weights_on_a_queued_store)
+{
+	struct sim_scenario sc;
+	sim_scenario_q1_queued_store(&sc, 8);
+	struct sim_result strict = run(&sc, sim_params_bfq_strict);
+	struct sim_result fifo = run(&sc, sim_params_fifo);
+	double r = ratio(&strict, 0, 1);
+	ck_assert_msg(r >= 3 && r <= 5.5, "work_conserving off: ratio %.2f", r);
+	ck_assert_msg(strict.store_busy >= 0.9 * fifo.store_busy, "busy %.2f fifo %.2f",
+		      strict.store_busy, fifo.store_busy);
+}
+END_TEST
+
 START_TEST(sim_is_deterministic)
 {
 	struct sim_scenario sc;
@@ -722,6 +740,7 @@ int main(void)
 	tcase_add_test(tc, light_reader_keeps_its_slice_at_its_cap);
 	tcase_add_test(tc, reaping_noise_is_not_a_slowdown);
 	tcase_add_test(tc, q1_learned_depth_keeps_weights_on_a_queued_store);
+	tcase_add_test(tc, q1_without_work_conservation_keeps_weights_on_a_queued_store);
 	tcase_add_test(tc, sim_is_deterministic);
 	suite_add_tcase(s, tc);
 	TCase *tree = tcase_create("tree");

@@ -353,6 +353,12 @@ void sim_params_bfq_learn_depth(struct sched_params *p)
 	p->learn_depth = true;
 }
 
+void sim_params_bfq_strict(struct sched_params *p)
+{
+	sched_params_default(p);
+	p->work_conserving = false;
+}
+
 void sim_scenario_q1_queued_store(struct sim_scenario *sc, uint32_t slots)
 {
 	scenario_base(sc, "Q1 queued store", "two 16-deep 4k readers, 400:100, 32 dispatch slots",

@@ -25,6 +25,7 @@ static const struct policy policies[] = {
 	{ "bfq-noidle", sim_params_bfq_noidle },
 	{ "bfq-fixedidle", sim_params_bfq_fixed_idle },
 	{ "bfq-learndepth", sim_params_bfq_learn_depth },
+	{ "bfq-strict", sim_params_bfq_strict },
 	{ "bfq-nohold", sim_params_bfq_nohold },
 	{ "bfq-noaway", sim_params_bfq_noaway },
 };
@@ -479,7 +480,7 @@ static const struct param_field {
 	size_t offset;
 	enum param_kind kind;
 } param_fields[] = {
-	PARAM(max_inflight, PARAM_U32), PARAM(learn_depth, PARAM_BOOL), PARAM(default_weight, PARAM_U32),
+	PARAM(max_inflight, PARAM_U32), PARAM(learn_depth, PARAM_BOOL), PARAM(work_conserving, PARAM_BOOL), PARAM(default_weight, PARAM_U32),
 	PARAM(budget_timeout_ns, PARAM_U64), PARAM(budget_min_bytes, PARAM_U64),
 	PARAM(budget_initial_bytes, PARAM_U64), PARAM(budget_max_bytes, PARAM_U64),
 	PARAM(peak_window_ns, PARAM_U64), PARAM(idle_enable, PARAM_BOOL),
