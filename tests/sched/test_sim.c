@@ -661,25 +661,33 @@ START_TEST(reaping_noise_is_not_a_slowdown)
 }
 END_TEST
 
-/* Same seed, same numbers: the simulator is a test instrument. */
-/* Q1: on a store of 8 slots behind 32 dispatch slots, two 16-deep readers
- * at 400:100 all fit in the dispatch depth and the store's queue serves
- * them 1:1. With the depth learned from the store (8, a limit of 12) the
- * weights divide those 12: 10 and 2 at once, shares of the store's queue
- * in that ratio, so 4:1 comes out between 3:1 and 5.5:1 (whole requests at
- * this depth), at fifo's total. On a store of 32 slots nothing queues,
- * each uses 16 of them, and the learned depth leaves it so. */
-START_TEST(q1_learned_depth_keeps_weights_on_a_queued_store)
+/* Q1 on a store of 8 slots behind 32 dispatch slots under params: 4:1
+ * between 3:1 and 5.5:1 (whole requests at this depth), the store at
+ * least 0.9 as busy as under fifo. */
+static void assert_q1_keeps_weights(void (*params)(struct sched_params *), const char *what)
 {
 	struct sim_scenario sc;
 	sim_scenario_q1_queued_store(&sc, 8);
-	struct sim_result learned = run(&sc, sim_params_bfq_learn_depth);
-	struct sim_result fixed = run(&sc, sim_params_bfq);
+	struct sim_result got = run(&sc, params);
 	struct sim_result fifo = run(&sc, sim_params_fifo);
-	double rl = ratio(&learned, 0, 1), rx = ratio(&fixed, 0, 1);
-	ck_assert_msg(rl >= 3 && rl <= 5.5, "learned depth: ratio %.2f", rl);
-	ck_assert_msg(learned.store_busy >= 0.9 * fifo.store_busy, "busy %.2f fifo %.2f",
-		      learned.store_busy, fifo.store_busy);
+	double r = ratio(&got, 0, 1);
+	ck_assert_msg(r >= 3 && r <= 5.5, "%s: ratio %.2f", what, r);
+	ck_assert_msg(got.store_busy >= 0.9 * fifo.store_busy, "%s: busy %.2f fifo %.2f", what,
+		      got.store_busy, fifo.store_busy);
+}
+
+/* Q1: two 16-deep readers at 400:100 all fit in the dispatch depth and the
+ * store's queue serves them 1:1. With the depth learned from the store (8,
+ * a limit of 12) the weights divide those 12: 10 and 2 at once, shares of
+ * the store's queue in that ratio. On a store of 32 slots nothing queues,
+ * each uses 16 of them, and the learned depth leaves it so. */
+START_TEST(q1_learned_depth_keeps_weights_on_a_queued_store)
+{
+	assert_q1_keeps_weights(sim_params_bfq_learn_depth, "learned depth");
+	struct sim_scenario sc;
+	sim_scenario_q1_queued_store(&sc, 8);
+	struct sim_result fixed = run(&sc, sim_params_bfq);
+	double rx = ratio(&fixed, 0, 1);
 	ck_assert_msg(rx < 1.5, "max_inflight alone held them back: ratio %.2f", rx);
 	sim_scenario_q1_queued_store(&sc, 32);
 	struct sim_result wide = run(&sc, sim_params_bfq_learn_depth);
@@ -691,22 +699,15 @@ END_TEST
 
 /* Q1 again with work_conserving off: the light reader, a slice ahead of
  * its share, no longer takes the slots the heavy one leaves unused, so the
- * store's queue holds the heavy one's 16 and a few of the light one's, and
- * 4:1 comes out between 3:1 and 5.5:1 at fifo's total (the store is full
- * either way). */
+ * store's queue holds the heavy one's 16 and a few of the light one's (the
+ * store is full either way). */
 START_TEST(q1_without_work_conservation_keeps_weights_on_a_queued_store)
 {
-	struct sim_scenario sc;
-	sim_scenario_q1_queued_store(&sc, 8);
-	struct sim_result strict = run(&sc, sim_params_bfq_strict);
-	struct sim_result fifo = run(&sc, sim_params_fifo);
-	double r = ratio(&strict, 0, 1);
-	ck_assert_msg(r >= 3 && r <= 5.5, "work_conserving off: ratio %.2f", r);
-	ck_assert_msg(strict.store_busy >= 0.9 * fifo.store_busy, "busy %.2f fifo %.2f",
-		      strict.store_busy, fifo.store_busy);
+	assert_q1_keeps_weights(sim_params_bfq_strict, "work_conserving off");
 }
 END_TEST
 
+/* Same seed, same numbers: the simulator is a test instrument. */
 START_TEST(sim_is_deterministic)
 {
 	struct sim_scenario sc;
