@@ -41,13 +41,14 @@ SCENARIOS = {  # scenario -> tenants, in table order
     "weights-4-1-d16": ["w41-a", "w41-b"],
     "depth1-solo": ["d1-shallow"],
     "depth1-vs-deep": ["d1-shallow", "d1-deep"],
+    "depth1-mixed": ["d1m-a", "d1m-b", "d1m-c"],
     "pods": ["pod-a-c1", "pod-b-c1", "pod-b-c2", "pod-b-c3"],
     "beside-solo": ["bs-reader"],
     "beside-mmap": ["bs-mmap", "bs-reader"],
     "beside-writers": ["bs-writers", "bs-reader"],
 }
 WEIGHTS = {"w81-a": 800, "w81-b": 100, "w531-a": 500, "w531-b": 300, "w531-c": 100, "w41-a": 400, "w41-b": 100,
-           "d1-shallow": 800, "d1-deep": 100, "bs-reader": 800, "bs-mmap": 100, "bs-writers": 100}
+           "d1-shallow": 800, "d1-deep": 100, "d1m-a": 189, "d1m-b": 71, "d1m-c": 17, "bs-reader": 800, "bs-mmap": 100, "bs-writers": 100}
 # The pods lesson: pod -> (its rule's weight, its containers' tenants); the
 # containers have no rule (default weight 100) and divide their pod's share.
 PODS = {"pod-a": (200, ["pod-a-c1"]), "pod-b": (100, ["pod-b-c1", "pod-b-c2", "pod-b-c3"])}
@@ -305,11 +306,34 @@ def lesson_tables(res):
         goal("4. depth-1 reader (w800) next to a deep one, bfq vs its solo run (sim S5)", r, ">= 0.90",
              None if r is None else r >= 0.9)
 
+    if "depth1-mixed" in res:
+        depth1_mixed_lesson(res, lines, goal)
     if "pods" in res:
         pods_lesson(res, lines, goal)
     if any(s in res for s in ("beside-solo", "beside-mmap", "beside-writers")):
         beside_lesson(res, lines, goal)
     return lines, goals
+
+
+def depth1_mixed_lesson(res, lines, goal):
+    """Three depth-1 readers (32k w189, 128k w71, 256k w17): each can use one
+    slot of a store with many, so each is owed about what it gets alone; the
+    total shows what idling for the heaviest costs the others."""
+    scen, tenants = "depth1-mixed", SCENARIOS["depth1-mixed"]
+    lines += ["", "### Lesson 4: three depth-1 readers of 32k (w189), 128k (w71), 256k (w17) (MB/s)", ""]
+    fifo = [get(res, scen, FIFO, t, "mbps") for t in tenants]
+    fifo_total = None if None in fifo else sum(fifo)
+    rows = []
+    for v in variants_of(res, scen):
+        mbps = [get(res, scen, v, t, "mbps") for t in tenants]
+        total = None if None in mbps else sum(mbps)
+        rows.append([v] + [fmt(m, 0) for m in mbps] + [fmt(div(m, f), 2) for m, f in zip(mbps, fifo)]
+                    + [fmt(total, 0), fmt(div(total, fifo_total), 2)])
+    lines += md_table(["variant"] + [tenant_label(t) for t in tenants]
+                      + [f"{t} vs fifo" for t in tenants] + ["total", "total vs fifo"], rows)
+    tot = div(sum(get(res, scen, BFQ, t, "mbps") or 0 for t in tenants), fifo_total)
+    goal("4. three depth-1 readers of mixed sizes, total bfq vs fifo", tot, ">= 0.90",
+         None if tot is None else tot >= 0.9)
 
 
 def beside_lesson(res, lines, goal):
