@@ -84,10 +84,10 @@ enum sched_inject {
  * of its rate, the least a shallow tenant is promised. A limit of 0 is
  * retried at 1 after it was shut as long as it was last open times the
  * tenant's weight over the other busy tenants' (the first time, and at
- * most, inject_reprobe_ns): it keeps them out for its weight's part. The cycle alone is
- * measured every quiet_every_ns in a few quiet cycles with nobody
- * injected: through FUSE the others' requests cost a depth-1 tenant's
- * callers CPU, which service time does not show. */
+ * most, inject_reprobe_ns): it keeps them out for its weight's part. The
+ * cycle alone is measured every quiet_every_ns in a few quiet cycles with
+ * nobody injected: through FUSE the others' requests cost a depth-1
+ * tenant's callers CPU, which service time does not show. */
 
 /* Every tunable. Defaults (sched_params_default) suit a daemon in front of a
  * fast parallel store where FUSE think times are tens of microseconds. */

@@ -577,8 +577,8 @@ START_TEST(waker_detected)
 END_TEST
 
 /*
- * A depth-1 reader (w800) next to a deep one (w100) on a parallel store:
- * every request takes 50 us at the store whatever else is there. With
+ * A depth-1 reader (reader_weight) next to a deep one (w100) on a parallel
+ * store: every request takes 50 us at the store whatever else is there. With
  * contention, the reader's think time grows from 30 us to 300 us whenever
  * the deep reader has requests at the store while it thinks: through FUSE
  * on a small host the others' requests cost the reader's callers CPU, not
