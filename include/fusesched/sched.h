@@ -81,13 +81,10 @@ enum sched_inject {
  * time, judged on the mean of a batch of cycles against the mean alone (a
  * slowed batch halves the limit, bounds it until a batch is not slowed, and
  * drops a waker injected in it). 125: the cycles of a tenant that keeps 0.8
- * of its rate, the least a shallow tenant is promised. A limit of 0 is
- * retried at 1 after it was shut as long as it was last open times the
- * tenant's weight over the other busy tenants' (the first time, and at
- * most, inject_reprobe_ns): it keeps them out for its weight's part. The
- * cycle alone is measured every quiet_every_ns in a few quiet cycles with
- * nobody injected: through FUSE the others' requests cost a depth-1
- * tenant's callers CPU, which service time does not show. */
+ * of its rate, the least a shallow tenant is promised. The cycle alone is
+ * measured every quiet_every_ns in a few quiet cycles with nobody
+ * injected: through FUSE the others' requests cost a depth-1 tenant's
+ * callers CPU, which service time does not show. */
 
 /* Every tunable. Defaults (sched_params_default) suit a daemon in front of a
  * fast parallel store where FUSE think times are tens of microseconds. */
@@ -116,7 +113,7 @@ struct sched_params {
 	uint64_t small_sync_write_bytes;	/* 16 KiB: "small" sync writes inject */
 	uint32_t inject_slowdown_pct;		/* 150: back off past 1.5x baseline */
 	uint32_t inject_cycle_slowdown_pct;	/* 125: the same for a batch of cycles */
-	uint64_t inject_reprobe_ns;		/* 100 ms: the longest a zero injection limit stays */
+	uint64_t inject_reprobe_ns;		/* 100 ms: retry a zero injection limit */
 	uint64_t quiet_every_ns;		/* 1 s: measure a tenant's cycle alone; 0: never */
 	uint64_t waker_gap_ns;			/* 1 ms, and at most half the think time */
 	uint32_t waker_hits;			/* 3: repeats that make a waker */

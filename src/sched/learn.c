@@ -346,26 +346,6 @@ static void quiet_maybe_start(struct sched *s, struct sched_queue *q, uint64_t n
 	}
 }
 
-/* The limit drops to 0: the others are kept out while q is idled for.
- * Only for q's weight's part of the time: the door stays shut for as long
- * as it was open, times q's weight over the others' (what slowed q when
- * they were let in is real, and what keeps them out is weighed against
- * their weights, not q's service alone), and at most inject_reprobe_ns.
- * Shut for a fixed 100 ms after a batch of eight cycles let in, three
- * depth-1 readers of 32, 128 and 256 KiB at 189:71:17 got 0.23 of what
- * fifo moved, the heaviest alone near its solo rate. */
-static void limit_closed(struct sched *s, struct sched_queue *q, uint64_t now_ns)
-{
-	struct queue_inject *in = &q->inject;
-	uint64_t others = s->wq.wsum - (q->weighed ? q->ent.weight : 0);
-	uint64_t open_ns = in->limit_open_ns && now_ns > in->limit_open_ns ? now_ns - in->limit_open_ns : 0;
-	uint64_t closed = s->p.inject_reprobe_ns;
-	if (others && open_ns && open_ns < closed / q->ent.weight * others)
-		closed = open_ns * q->ent.weight / others + 1;
-	in->limit_zero_ns = now_ns;
-	in->closed_ns = closed;
-}
-
 /* A slowed batch of cycles: a real waker brings the tenant back sooner, so
  * the waker injected in them is a busy neighbour whose completions happen
  * to precede its requests; and the injection limit halves. */
@@ -381,7 +361,7 @@ static void cycle_slowed(struct sched *s, struct sched_queue *q, bool waker_inje
 	if (in->limit) {
 		in->limit /= 2;
 		if (!in->limit)
-			limit_closed(s, q, now_ns);
+			in->limit_zero_ns = now_ns;
 	}
 	in->ceiling = in->limit;
 }
@@ -492,19 +472,16 @@ void sched_learn_inject_limit(struct sched *s, struct sched_queue *q, const stru
 		return;
 	in->limit = r->others_inflight - 1;
 	if (!in->limit)
-		limit_closed(s, q, now_ns);
+		in->limit_zero_ns = now_ns;
 }
 
-/* A limit of 0 is tried again at 1 once it was shut its time (limit_closed):
- * what slowed the tenant may be gone. Unknown service time alone: no general
- * injection. */
+/* A limit of 0 is tried again at 1 every inject_reprobe_ns: what slowed the
+ * tenant may be gone. Unknown service time alone: no general injection. */
 uint32_t sched_inject_limit(struct sched *s, struct sched_queue *g, uint64_t now_ns)
 {
 	struct queue_inject *in = &g->inject;
-	uint64_t closed = in->closed_ns ? in->closed_ns : s->p.inject_reprobe_ns;
-	if (in->svc_alone_ns && !in->limit && now_ns - in->limit_zero_ns >= closed) {
+	if (in->svc_alone_ns && !in->limit && now_ns - in->limit_zero_ns >= s->p.inject_reprobe_ns) {
 		in->limit = 1;
-		in->limit_open_ns = now_ns ? now_ns : 1;
 		if (!in->ceiling)
 			in->ceiling = 1;
 	}

@@ -149,8 +149,6 @@ struct queue_inject {
 	uint32_t limit;			/* others' requests that may be in flight */
 	uint32_t ceiling;		/* the most its cycles allow, INJECT_NO_CEILING: no bound */
 	uint64_t limit_zero_ns;		/* when the limit last dropped to 0 */
-	uint64_t limit_open_ns;		/* when it last rose from 0, 0: not since it was learned */
-	uint64_t closed_ns;		/* how long it stays 0 this time */
 };
 
 /* What a queue's requests of each kind and size need of the store: the
