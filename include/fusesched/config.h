@@ -6,8 +6,9 @@
  *
  * Sections and keys (every key is optional; conf/fusesched.conf documents them):
  *
- *   [scheduler]  policy, max_inflight, learn_depth, work_conserving, idle, budget_timeout_ms,
- *                busy_poll_us, reserve_ms, default_weight, honor_cgroup_weights
+ *   [scheduler]  policy, max_inflight, learn_depth, work_conserving, idle,
+ *                budget_timeout_ms, busy_poll_us, reserve_ms, default_weight,
+ *                honor_cgroup_weights
  *   [tenants]    hierarchy, cache_ttl_ms, retire_idle_ms
  *   [control]    socket, group
  *   [metrics]    listen

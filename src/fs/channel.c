@@ -5,7 +5,7 @@
  * requests libfuse 3.14 cannot serve are served (FUSE_STATX) or rewritten
  * (FUSE_TMPFILE), and where the daemon takes over dropping setuid/setgid
  * from the kernel (FUSE_HANDLE_KILLPRIV_V2), which libfuse 3.14 cannot
- * negotiate.
+ * negotiate. Interrupts stop here (channel_read).
  *
  * Without it the kernel asks the daemon for security.capability before
  * every write (a full round trip through a worker), because a FUSE
@@ -92,7 +92,6 @@ static bool is_metadata(uint32_t opcode)
 	case FUSE_DESTROY:
 	case FUSE_FORGET:
 	case FUSE_BATCH_FORGET:
-	case FUSE_INTERRUPT:
 	case FUSE_NOTIFY_REPLY:
 	case FUSE_READ:
 	case FUSE_WRITE:

@@ -480,7 +480,8 @@ static const struct param_field {
 	size_t offset;
 	enum param_kind kind;
 } param_fields[] = {
-	PARAM(max_inflight, PARAM_U32), PARAM(learn_depth, PARAM_BOOL), PARAM(work_conserving, PARAM_BOOL), PARAM(default_weight, PARAM_U32),
+	PARAM(max_inflight, PARAM_U32), PARAM(learn_depth, PARAM_BOOL),
+	PARAM(work_conserving, PARAM_BOOL), PARAM(default_weight, PARAM_U32),
 	PARAM(budget_timeout_ns, PARAM_U64), PARAM(budget_min_bytes, PARAM_U64),
 	PARAM(budget_initial_bytes, PARAM_U64), PARAM(budget_max_bytes, PARAM_U64),
 	PARAM(peak_window_ns, PARAM_U64), PARAM(idle_enable, PARAM_BOOL),
