@@ -3,14 +3,18 @@
  * taken either by read(2)/write(2) on /dev/fuse or through FUSE over
  * io_uring (one ring per CPU queue, entries registered with
  * FUSE_IO_URING_CMD_REGISTER, each answer committed with the next request
- * fetched in one COMMIT_AND_FETCH). Client threads pread 4 KiB of the file
+ * fetched in one COMMIT_AND_FETCH), or by /dev/fuse read through io_uring
+ * ("devring": one thread, a multishot read of the non-blocking device into a
+ * ring of provided buffers, answers written as SQEs of the same ring: no
+ * thread woken per request, nothing held per request in the kernel). Client
+ * threads pread 4 KiB of the file
  * (direct I/O, so every read reaches the server) for a fixed time; the
  * probe prints reads per second and the server threads' CPU per read.
  *
  * No backing store and no scheduler: what is left is the cost of the
  * transport itself, the part issue 25 proposes to replace in the daemon.
  *
- *   fusesched-bench-uringprobe dev|uring MOUNTPOINT [SECONDS] [THREADS]
+ *   fusesched-bench-uringprobe dev|uring|devring MOUNTPOINT [SECONDS] [THREADS]
  *
  * Root only (mount(2), and the fuse module's enable_uring, which it sets
  * for the run and restores). */
@@ -69,7 +73,7 @@ struct probe_uring_cmd_req {	/* in the SQE128's command area */
 #define RING_DEPTH 8u
 #define ATTR_TIMEOUT_S 3600
 
-static bool use_uring;
+static bool use_uring, use_devring;
 static int fuse_fd = -1;
 static char file_data[MAX_WRITE];
 static atomic_bool stopping;
@@ -327,6 +331,121 @@ static void *uring_queue(void *arg)
 	return NULL;
 }
 
+
+/* /dev/fuse through io_uring: IORING_OP_READ_MULTISHOT (kernel 6.7; not in
+ * this liburing) reads each request into a provided buffer whenever the
+ * device polls readable; the answers go back as writes in the same ring. */
+#define PROBE_OP_READ_MULTISHOT 49
+#define DEVRING_BUFS 64u
+#define DEVRING_BUF_BYTES (PAYLOAD_BYTES + 4096u)
+#define DEVRING_GROUP 7
+#define DEVRING_READ_TAG UINT64_MAX
+
+static void devring_arm(struct io_uring *ring)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	io_uring_prep_rw(PROBE_OP_READ_MULTISHOT, sqe, fuse_fd, NULL, 0, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = DEVRING_GROUP;
+	io_uring_sqe_set_data64(sqe, DEVRING_READ_TAG);
+}
+
+static void *devring_loop(void *unused)
+{
+	(void)unused;
+	struct io_uring ring;
+	int rc = io_uring_queue_init(256, &ring, 0);
+	if (rc < 0) {
+		fprintf(stderr, "uringprobe: io_uring_queue_init: %s\n", strerror(-rc));
+		exit(1);
+	}
+	size_t br_bytes = DEVRING_BUFS * sizeof(struct io_uring_buf);
+	struct io_uring_buf_ring *br = aligned_alloc(4096, (br_bytes + 4095) / 4096 * 4096);
+	char *bufs = aligned_alloc(4096, (size_t)DEVRING_BUFS * DEVRING_BUF_BYTES);
+	char *outs = malloc((size_t)DEVRING_BUFS * (sizeof(struct fuse_out_header) + MAX_WRITE));
+	if (!br || !bufs || !outs) {
+		fprintf(stderr, "uringprobe: out of memory\n");
+		exit(1);
+	}
+	struct io_uring_buf_reg reg = { .ring_addr = (uint64_t)(uintptr_t)br,
+					.ring_entries = DEVRING_BUFS, .bgid = DEVRING_GROUP };
+	rc = io_uring_register_buf_ring(&ring, &reg, 0);
+	if (rc < 0) {
+		fprintf(stderr, "uringprobe: io_uring_register_buf_ring: %s\n", strerror(-rc));
+		exit(1);
+	}
+	io_uring_buf_ring_init(br);
+	unsigned mask = io_uring_buf_ring_mask(DEVRING_BUFS);
+	for (unsigned i = 0; i < DEVRING_BUFS; i++)
+		io_uring_buf_ring_add(br, bufs + (size_t)i * DEVRING_BUF_BYTES, DEVRING_BUF_BYTES,
+				      (unsigned short)i, mask, (int)i);
+	io_uring_buf_ring_advance(br, DEVRING_BUFS);
+	devring_arm(&ring);
+	server_register();
+	for (;;) {
+		rc = io_uring_submit_and_wait(&ring, 1);
+		if (rc < 0 && rc != -EINTR)
+			break;
+		struct io_uring_cqe *cqe;
+		unsigned head, seen = 0, returned = 0;
+		bool dead = false;
+		io_uring_for_each_cqe(&ring, head, cqe) {
+			seen++;
+			uint64_t tag = io_uring_cqe_get_data64(cqe);
+			if (tag != DEVRING_READ_TAG) {	/* an answer written: its buffer back */
+				unsigned bid = (unsigned)tag;
+				io_uring_buf_ring_add(br, bufs + (size_t)bid * DEVRING_BUF_BYTES,
+						      DEVRING_BUF_BYTES, (unsigned short)bid, mask,
+						      (int)returned++);
+				continue;
+			}
+			if (!(cqe->flags & IORING_CQE_F_MORE) && !dead)
+				devring_arm(&ring);	/* rearmed (out of buffers, or stopped) */
+			if (cqe->res < 0) {
+				if (cqe->res == -ENODEV || cqe->res == -ENOTCONN)
+					dead = true;
+				else if (cqe->res != -ENOBUFS && cqe->res != -EAGAIN &&
+					 cqe->res != -EINTR && cqe->res != -ENOENT)
+					fprintf(stderr, "uringprobe: devring read: %s\n",
+						strerror(-cqe->res));
+				continue;
+			}
+			unsigned bid = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+			const char *buf = bufs + (size_t)bid * DEVRING_BUF_BYTES;
+			atomic_fetch_add(&dev_requests, 1);
+			const struct fuse_in_header *in = (const void *)buf;
+			const char *arg = buf + sizeof(*in);
+			const char *rest = in->opcode == FUSE_INIT ? arg + sizeof(struct fuse_init_in)
+								   : arg;
+			char *out = outs + (size_t)bid * (sizeof(struct fuse_out_header) + MAX_WRITE);
+			int r = handle(in, arg, rest, out + sizeof(struct fuse_out_header));
+			if (r == NO_REPLY) {
+				io_uring_buf_ring_add(br, (void *)buf, DEVRING_BUF_BYTES,
+						      (unsigned short)bid, mask, (int)returned++);
+				continue;
+			}
+			struct fuse_out_header *oh = (void *)out;
+			oh->unique = in->unique;
+			oh->error = r < 0 ? r : 0;
+			oh->len = (uint32_t)(sizeof(*oh) + (r > 0 ? (size_t)r : 0));
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+			if (!sqe) {
+				io_uring_submit(&ring);
+				sqe = io_uring_get_sqe(&ring);
+			}
+			io_uring_prep_write(sqe, fuse_fd, out, oh->len, 0);
+			io_uring_sqe_set_data64(sqe, bid);
+		}
+		io_uring_cq_advance(&ring, seen);
+		if (returned)
+			io_uring_buf_ring_advance(br, (int)returned);
+		if (dead || atomic_load(&stopping))
+			break;
+	}
+	io_uring_queue_exit(&ring);
+	return NULL;
+}
+
 struct client {
 	const char *path;
 	double seconds;
@@ -372,11 +491,14 @@ static int set_enable_uring(char v)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3 || (strcmp(argv[1], "dev") && strcmp(argv[1], "uring"))) {
-		fprintf(stderr, "usage: %s dev|uring MOUNTPOINT [SECONDS] [THREADS]\n", argv[0]);
+	if (argc < 3 || (strcmp(argv[1], "dev") && strcmp(argv[1], "uring") &&
+			 strcmp(argv[1], "devring"))) {
+		fprintf(stderr, "usage: %s dev|uring|devring MOUNTPOINT [SECONDS] [THREADS]\n",
+			argv[0]);
 		return 2;
 	}
 	use_uring = !strcmp(argv[1], "uring");
+	use_devring = !strcmp(argv[1], "devring");
 	const char *mnt = argv[2];
 	double seconds = argc > 3 ? atof(argv[3]) : 5;
 	unsigned nthreads = argc > 4 ? (unsigned)atoi(argv[4]) : 1;
@@ -399,7 +521,7 @@ int main(int argc, char **argv)
 		}
 	}
 	memset(file_data, 'x', sizeof(file_data));
-	fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC | (use_devring ? O_NONBLOCK : 0));
 	if (fuse_fd < 0) {
 		perror("uringprobe: /dev/fuse");
 		return 77;
@@ -414,9 +536,9 @@ int main(int argc, char **argv)
 	/* As many /dev/fuse readers as CPUs, as there are ring queues. */
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	pthread_t dev[64];
-	long ndev = ncpu < 1 ? 1 : ncpu > 64 ? 64 : ncpu;
+	long ndev = use_devring ? 1 : ncpu < 1 ? 1 : ncpu > 64 ? 64 : ncpu;
 	for (long i = 0; i < ndev; i++)
-		pthread_create(&dev[i], NULL, dev_loop, NULL);
+		pthread_create(&dev[i], NULL, use_devring ? devring_loop : dev_loop, NULL);
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/f", mnt);
 	/* The first lookup waits for INIT; with io_uring, give the queues a
