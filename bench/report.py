@@ -708,74 +708,130 @@ def time_shares(vdir, tenants):
     return got if set(got) == set(tenants) and sum(got.values()) > 0 else None
 
 
+def matrix_runs(out, scen, variant):
+    """A matrix run's directories: its rounds (rN, bench/run's
+    BENCH_MATRIX_ROUNDS), or the one run of an older layout."""
+    vdir = os.path.join(out, "lessons", scen, variant)
+    return round_dirs(vdir) or ([vdir] if os.path.isdir(vdir) else [])
+
+
+def matrix_shape_round(fifo_dir, bfq_dir, tenants, solo):
+    """One round of one shape: its share errors, totals and the probe's
+    fractions of solo, or None if either variant's run failed."""
+    ts = [t["t"] for t in tenants]
+    weights = {t["t"]: t["w"] for t in tenants}
+    fifo_run, bfq_run = load_run(fifo_dir, ts), load_run(bfq_dir, ts)
+    if fifo_run is None or bfq_run is None:
+        return None
+    fifo = {t: fifo_run[t]["mbps"] for t in ts}
+    bfq = {t: bfq_run[t]["mbps"] for t in ts}
+    # Demand: the fifo rate, or the bfq rate where higher (a tenant fifo
+    # held back that got more under bfq has shown it can use more).
+    demand = {t: max(fifo[t], bfq[t]) for t in ts}
+    target, capped = water_fill(sum(bfq.values()), weights, demand)
+    free = [t for t in ts if t not in capped]
+    wfree = sum(weights[t] for t in free)
+    worst = {}
+    for v, r in ((BFQ, bfq), (FIFO, fifo)):
+        tot = sum(r[t] for t in free)
+        e = [abs(r[t] / tot / (weights[t] / wfree) - 1) for t in free] if len(free) > 1 and tot else []
+        worst[v] = max(e) if e else None
+    # The same tenants judged in the store's time, as the scheduler divides it.
+    ts_time = time_shares(bfq_dir, ts)
+    time_worst = None
+    if ts_time and len(free) > 1:
+        tot = sum(ts_time[t] for t in free)
+        if tot > 0:
+            time_worst = max(abs(ts_time[t] / tot / (weights[t] / wfree) - 1) for t in free)
+    bt, ft = sum(bfq.values()), sum(fifo.values())
+    kept = [bfq[t] / fifo[t] for t in capped if t != "mxp" and fifo[t]]
+    return {"worst_bfq": worst[BFQ], "worst_fifo": worst[FIFO], "time_worst": time_worst,
+            "bfq_total": bt, "fifo_total": ft, "total_ratio": div(bt, ft),
+            "kept": min(kept) if kept else None,
+            "probe_bfq": div(bfq_run["mxp"]["iops"], solo[BFQ]),
+            "probe_fifo": div(fifo_run["mxp"]["iops"], solo[FIFO]),
+            "share": {t: 100 * bfq[t] / bt for t in ts}, "target": {t: 100 * target[t] / bt for t in ts},
+            "capped": capped}
+
+
+def fmt_spread(values, digits=2):
+    """The median of a shape's rounds, and their range where there are several."""
+    xs = sorted(x for x in values if x is not None)
+    if not xs:
+        return "-"
+    m = fmt(statistics.median(xs), digits)
+    return m if len(xs) == 1 else f"{m} ({fmt(xs[0], digits)}-{fmt(xs[-1], digits)})"
+
+
 def matrix_section(out):
-    """Markdown lines and goals of the shape matrix, if this run has one."""
+    """Markdown lines and goals of the shape matrix, if this run has one.
+    Each shape is judged on the median of its rounds: round r of a shape
+    pairs its fifo and bfq runs of that round, and the probe's solo run of
+    the same round."""
     path = os.path.join(out, "matrix-shapes.tsv")
     if not os.path.exists(path):
         return [], []
     with open(path) as f:
         shapes = [parse_shape(line) for line in f if line.strip()]
 
-    def rates(scen, variant, tenants):
-        run = load_run(os.path.join(out, "lessons", scen, variant), tenants)
-        return None if run is None else {t: run[t]["mbps"] for t in tenants}, run
+    solo_runs = {v: matrix_runs(out, "matrix-probe-solo", v) for v in (FIFO, BFQ)}
+    nrounds = max((len(r) for r in solo_runs.values()), default=0)
 
-    solo = {}
-    for v in (FIFO, BFQ):
-        run = load_run(os.path.join(out, "lessons", "matrix-probe-solo", v), ["mxp"])
-        solo[v] = None if run is None else run["mxp"]["iops"]
+    def solo_of(r):
+        got = {}
+        for v in (FIFO, BFQ):
+            runs = solo_runs[v]
+            run = load_run(runs[r], ["mxp"]) if r < len(runs) else None
+            got[v] = None if run is None else run["mxp"]["iops"]
+        return got
+
+    solos = [solo_of(r) for r in range(nrounds)]
     rows, errs, probes, n_err, n_probe = [], {FIFO: [], BFQ: []}, [], 0, 0
     time_errs, n_time = [], 0
     for name, tenants in shapes:
         scen = "matrix-" + name
-        ts = [t["t"] for t in tenants]
         weights = {t["t"]: t["w"] for t in tenants}
-        (fifo, fifo_run), (bfq, bfq_run) = rates(scen, FIFO, ts), rates(scen, BFQ, ts)
         cells = [name, shape_label(tenants) + f" + probe w{weights['mxp']}"]
-        if fifo is None or bfq is None:
-            ran = all(os.path.isdir(os.path.join(out, "lessons", scen, v)) for v in (FIFO, BFQ))
-            rows.append(cells + ["failed" if ran else "not run"] + ["-"] * 7)
+        fifo_runs, bfq_runs = matrix_runs(out, scen, FIFO), matrix_runs(out, scen, BFQ)
+        got = []
+        for r in range(min(len(fifo_runs), len(bfq_runs))):
+            m = matrix_shape_round(fifo_runs[r], bfq_runs[r], tenants,
+                                   solos[r] if r < len(solos) else {FIFO: None, BFQ: None})
+            if m is not None:
+                got.append(m)
+        if not got:
+            ran = fifo_runs and bfq_runs
+            rows.append(cells + ["failed" if ran else "not run"] + ["-"] * 8)
             continue
-        # Demand: the fifo rate, or the bfq rate where higher (a tenant fifo
-        # held back that got more under bfq has shown it can use more).
-        demand = {t: max(fifo[t], bfq[t]) for t in ts}
-        target, capped = water_fill(sum(bfq.values()), weights, demand)
-        free = [t for t in ts if t not in capped]
-        wfree = sum(weights[t] for t in free)
-        share_cells, worst = [], {}
-        for v, r in ((BFQ, bfq), (FIFO, fifo)):
-            tot = sum(r[t] for t in free)
-            e = [abs(r[t] / tot / (weights[t] / wfree) - 1) for t in free] if len(free) > 1 and tot else []
-            worst[v] = max(e) if e else None
-            if worst[v] is not None:
-                errs[v].append(worst[v])
-        # The same tenants judged in the store's time, as the scheduler divides it.
-        ts_time = time_shares(os.path.join(out, "lessons", scen, BFQ), ts)
-        time_worst = None
-        if ts_time and len(free) > 1:
-            tot = sum(ts_time[t] for t in free)
-            if tot > 0:
-                time_worst = max(abs(ts_time[t] / tot / (weights[t] / wfree) - 1) for t in free)
-                time_errs.append(time_worst)
-                n_time += time_worst <= MATRIX_ERR_GOAL
-        bt = sum(bfq.values())
-        for t in ts:
-            if t == "mxp":
-                continue
-            mark = "*" if t in capped else ""
-            share_cells.append(f"{100 * bfq[t] / bt:.0f}/{100 * target[t] / bt:.0f}{mark}")
-        kept = [bfq[t] / fifo[t] for t in capped if t != "mxp" and fifo[t]]
-        pb = div(bfq_run["mxp"]["iops"], solo[BFQ])
-        pf = div(fifo_run["mxp"]["iops"], solo[FIFO])
-        if worst[BFQ] is not None and worst[BFQ] <= MATRIX_ERR_GOAL:
-            n_err += 1
-        if pb is not None and pb >= MATRIX_PROBE_GOAL:
+
+        def med(key):
+            return median(m[key] for m in got)
+
+        worst_bfq, time_worst, probe_bfq = med("worst_bfq"), med("time_worst"), med("probe_bfq")
+        if worst_bfq is not None:
+            errs[BFQ].append(worst_bfq)
+            n_err += worst_bfq <= MATRIX_ERR_GOAL
+        if med("worst_fifo") is not None:
+            errs[FIFO].append(med("worst_fifo"))
+        if time_worst is not None:
+            time_errs.append(time_worst)
+            n_time += time_worst <= MATRIX_ERR_GOAL
+        if probe_bfq is not None and probe_bfq >= MATRIX_PROBE_GOAL:
             n_probe += 1
-        probes.append(pb)
-        rows.append(cells + [" ".join(share_cells), fmt(worst[BFQ], 2), fmt(time_worst, 2),
-                             fmt(worst[FIFO], 2),
-                             f"{bt:.0f} / {sum(fifo.values()):.0f} ({bt / sum(fifo.values()):.2f})",
-                             fmt(min(kept), 2) if kept else "-", fmt(pb, 2), fmt(pf, 2)])
+        probes.append(probe_bfq)
+        capped = set().union(*(m["capped"] for m in got))
+        share_cells = [f"{median(m['share'][t] for m in got):.0f}/{median(m['target'][t] for m in got):.0f}"
+                       + ("*" if t in capped else "") for t in weights if t != "mxp"]
+        rows.append(cells + [str(len(got)), " ".join(share_cells),
+                             fmt_spread(m["worst_bfq"] for m in got),
+                             fmt_spread(m["time_worst"] for m in got),
+                             fmt_spread(m["worst_fifo"] for m in got),
+                             f"{med('bfq_total'):.0f} / {med('fifo_total'):.0f}, "
+                             f"{fmt_spread(m['total_ratio'] for m in got)}",
+                             fmt_spread(m["kept"] for m in got),
+                             fmt_spread(m["probe_bfq"] for m in got),
+                             fmt_spread(m["probe_fifo"] for m in got)])
+    solo_cell = {v: fmt(median(s[v] for s in solos), 0) for v in (FIFO, BFQ)}
     lines = ["", "### Shape matrix: 2-4 random tenants and a shallow probe per shape (bytes/s shares)", "",
              "Tenants: wWEIGHT:KIND BS/dIODEPTH (xNUMJOBS), KIND " + ", ".join(
                  f"{k} {d}" for k, d in MATRIX_KINDS.items())
@@ -789,12 +845,14 @@ def matrix_section(out):
              "The store-time error is the same over the daemon's own account of each tenant's "
              "share of the store's time since mount (`fusesched stat` TIME, bfq only: fifo charges "
              "none), which is what the weights divide. "
-             f"The probe's fraction is of its solo IOPS on the same variant (solo IOPS fifo "
-             f"{fmt(solo[FIFO], 0)}, bfq {fmt(solo[BFQ], 0)}).", ""]
-    lines += md_table(["shape", "tenants", "bfq share / target % per tenant", "worst err bfq",
-                       "worst err bfq, store time", "worst err fifo", "total MB/s bfq / fifo", "shallow (*): lowest bfq / fifo",
-                       "probe / solo bfq",
-                       "probe / solo fifo"], rows)
+             f"The probe's fraction is of its solo IOPS on the same variant in the same round "
+             f"(solo IOPS, median of rounds: fifo {solo_cell[FIFO]}, bfq {solo_cell[BFQ]}). "
+             "Each shape ran in rounds, fifo and bfq back to back in each, the order rotating; "
+             "each cell is the median of the shape's rounds (their range in brackets), shares "
+             "the medians of each tenant's, and the goals are judged on the medians.", ""]
+    lines += md_table(["shape", "tenants", "rounds", "bfq share / target % per tenant", "worst err bfq",
+                       "worst err bfq, store time", "worst err fifo", "total MB/s bfq / fifo",
+                       "shallow (*): lowest bfq / fifo", "probe / solo bfq", "probe / solo fifo"], rows)
     nerr = len(errs[BFQ])
     lines += ["", f"{n_err} of {nerr} shapes with an error measured meet bfq share error <= "
               f"{MATRIX_ERR_GOAL:.2f} (fifo: {sum(1 for e in errs[FIFO] if e <= MATRIX_ERR_GOAL)} of "
@@ -820,12 +878,12 @@ def matrix_section(out):
 
 def brief(vdir):
     scen, variant = vdir.rstrip("/").split("/")[-2:]
+    if not scen.startswith("matrix-") and scen not in SCENARIOS:  # lessons/SCENARIO/VARIANT/rN
+        scen, variant, rnd = vdir.rstrip("/").split("/")[-3:]
+        variant = f"{variant} {rnd}"
     if scen.startswith("matrix-"):  # the shape matrix: its tenants are its JSON files
         tenants = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(vdir, "mx*.json")))
         SCENARIOS[scen] = tenants
-    elif scen not in SCENARIOS:  # lessons/SCENARIO/VARIANT/rN
-        scen, variant, rnd = vdir.rstrip("/").split("/")[-3:]
-        variant = f"{variant} {rnd}"
     parts = []
     for tenant in SCENARIOS.get(scen, []):
         try:
