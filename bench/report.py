@@ -709,10 +709,11 @@ def time_shares(vdir, tenants):
 
 
 def matrix_runs(out, scen, variant):
-    """A matrix run's directories: its rounds (rN, bench/run's
-    BENCH_MATRIX_ROUNDS), or the one run of an older layout."""
+    """{round name: directory} of a matrix run: its rounds (rN, bench/run's
+    BENCH_MATRIX_ROUNDS), or the one run of an older layout (named "")."""
     vdir = os.path.join(out, "lessons", scen, variant)
-    return round_dirs(vdir) or ([vdir] if os.path.isdir(vdir) else [])
+    rounds = {os.path.basename(d): d for d in round_dirs(vdir)}
+    return rounds or ({"": vdir} if os.path.isdir(vdir) else {})
 
 
 def matrix_shape_round(fifo_dir, bfq_dir, tenants, solo):
@@ -775,17 +776,16 @@ def matrix_section(out):
         shapes = [parse_shape(line) for line in f if line.strip()]
 
     solo_runs = {v: matrix_runs(out, "matrix-probe-solo", v) for v in (FIFO, BFQ)}
-    nrounds = max((len(r) for r in solo_runs.values()), default=0)
 
-    def solo_of(r):
+    def solo_of(rnd):
         got = {}
         for v in (FIFO, BFQ):
-            runs = solo_runs[v]
-            run = load_run(runs[r], ["mxp"]) if r < len(runs) else None
+            d = solo_runs[v].get(rnd)
+            run = load_run(d, ["mxp"]) if d else None
             got[v] = None if run is None else run["mxp"]["iops"]
         return got
 
-    solos = [solo_of(r) for r in range(nrounds)]
+    solos = {rnd: solo_of(rnd) for rnd in set(solo_runs[FIFO]) | set(solo_runs[BFQ])}
     rows, errs, probes, n_err, n_probe = [], {FIFO: [], BFQ: []}, [], 0, 0
     time_errs, n_time = [], 0
     for name, tenants in shapes:
@@ -794,9 +794,9 @@ def matrix_section(out):
         cells = [name, shape_label(tenants) + f" + probe w{weights['mxp']}"]
         fifo_runs, bfq_runs = matrix_runs(out, scen, FIFO), matrix_runs(out, scen, BFQ)
         got = []
-        for r in range(min(len(fifo_runs), len(bfq_runs))):
-            m = matrix_shape_round(fifo_runs[r], bfq_runs[r], tenants,
-                                   solos[r] if r < len(solos) else {FIFO: None, BFQ: None})
+        for rnd in sorted(set(fifo_runs) & set(bfq_runs)):
+            m = matrix_shape_round(fifo_runs[rnd], bfq_runs[rnd], tenants,
+                                   solos.get(rnd, {FIFO: None, BFQ: None}))
             if m is not None:
                 got.append(m)
         if not got:
@@ -831,7 +831,7 @@ def matrix_section(out):
                              fmt_spread(m["kept"] for m in got),
                              fmt_spread(m["probe_bfq"] for m in got),
                              fmt_spread(m["probe_fifo"] for m in got)])
-    solo_cell = {v: fmt(median(s[v] for s in solos), 0) for v in (FIFO, BFQ)}
+    solo_cell = {v: fmt(median(s[v] for s in solos.values()), 0) for v in (FIFO, BFQ)}
     lines = ["", "### Shape matrix: 2-4 random tenants and a shallow probe per shape (bytes/s shares)", "",
              "Tenants: wWEIGHT:KIND BS/dIODEPTH (xNUMJOBS), KIND " + ", ".join(
                  f"{k} {d}" for k, d in MATRIX_KINDS.items())
