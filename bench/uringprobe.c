@@ -200,6 +200,17 @@ static int handle(const struct fuse_in_header *in, const void *arg, const char *
 	}
 }
 
+/* The /dev/fuse answer's header for handle()'s result r, written at the
+ * start of out (the body follows it); returns the answer's length. */
+static uint32_t answer_header(char *out, uint64_t unique, int r)
+{
+	struct fuse_out_header *oh = (void *)out;
+	oh->unique = unique;
+	oh->error = r < 0 ? r : 0;
+	oh->len = (uint32_t)(sizeof(*oh) + (r > 0 ? (size_t)r : 0));
+	return oh->len;
+}
+
 static void *uring_queue(void *arg);
 
 /* /dev/fuse: INIT always comes this way, and with io_uring so do forgets
@@ -226,11 +237,7 @@ static void *dev_loop(void *unused)
 		int r = handle(in, arg, rest, out + sizeof(struct fuse_out_header));
 		if (r == NO_REPLY)
 			continue;
-		struct fuse_out_header *oh = (void *)out;
-		oh->unique = in->unique;
-		oh->error = r < 0 ? r : 0;
-		oh->len = (uint32_t)(sizeof(*oh) + (r > 0 ? (size_t)r : 0));
-		if (write(fuse_fd, out, oh->len) < 0 && errno != ENOENT)
+		if (write(fuse_fd, out, answer_header(out, in->unique, r)) < 0 && errno != ENOENT)
 			perror("uringprobe: write /dev/fuse");
 		if (in->opcode == FUSE_INIT && use_uring) {
 			long ncpu = sysconf(_SC_NPROCESSORS_CONF);
@@ -424,16 +431,13 @@ static void *devring_loop(void *unused)
 						      (unsigned short)bid, mask, (int)returned++);
 				continue;
 			}
-			struct fuse_out_header *oh = (void *)out;
-			oh->unique = in->unique;
-			oh->error = r < 0 ? r : 0;
-			oh->len = (uint32_t)(sizeof(*oh) + (r > 0 ? (size_t)r : 0));
+			uint32_t len = answer_header(out, in->unique, r);
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 			if (!sqe) {
 				io_uring_submit(&ring);
 				sqe = io_uring_get_sqe(&ring);
 			}
-			io_uring_prep_write(sqe, fuse_fd, out, oh->len, 0);
+			io_uring_prep_write(sqe, fuse_fd, out, len, 0);
 			io_uring_sqe_set_data64(sqe, bid);
 		}
 		io_uring_cq_advance(&ring, seen);
