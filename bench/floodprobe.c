@@ -8,8 +8,11 @@
  *     (POSIX_FADV_DONTNEED: it keeps them across opens of an unchanged
  *     file, and the next read would never reach the daemon), close. One
  *     line per probe on stdout:
- *     "<t_ms> <stat_us> <stat_errno> <read_us> <read_errno>" (errno 0: as
- *     expected; a stat that found the name reports -1).
+ *     "<t_ms> <stat_us> <stat_errno> <read_us> <read_errno> <stat_cpu_wait_us>
+ *     <read_cpu_wait_us>" (errno 0: as expected; a stat that found the name
+ *     reports -1). The CPU waits are the prober's own time runnable but not
+ *     running during each part (the run delay of /proc/thread-self/schedstat;
+ *     -1 where the kernel keeps none): what no filesystem can give back.
  *   floodprobe meta DIR NPROC SECONDS
  *     NPROC processes, each in DIR/pN, loop create (O_CREAT + close), stat
  *     and unlink over 16 names; prints "ops <total> seconds <s> errors <n>".
@@ -47,6 +50,25 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* This thread's total time waiting for a CPU while runnable, in us (-1: unknown). */
+static double cpu_wait_us(int schedstat_fd)
+{
+	char buf[128];
+	ssize_t n = schedstat_fd < 0 ? -1 : pread(schedstat_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	unsigned long long on_cpu_ns, run_delay_ns;
+	if (sscanf(buf, "%llu %llu", &on_cpu_ns, &run_delay_ns) != 2)
+		return -1;
+	return run_delay_ns / 1e3;
+}
+
+static double wait_between(double a, double b)
+{
+	return a < 0 || b < 0 ? -1 : b - a;
+}
+
 static const char *errname(int e)
 {
 	const char *n = strerrorname_np(e);
@@ -60,12 +82,16 @@ static int victim(const char *dir, const char *file, double secs)
 	double start = now_s();
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	int schedstat_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
 	for (unsigned long n = 0; now_s() - start < secs; n++) {
 		struct stat st;
+		double w0 = cpu_wait_us(schedstat_fd);
 		double t0 = now_s();
 		snprintf(path, sizeof(path), "%s/.missing-%d-%lu", dir, (int)getpid(), n);
 		int serr = stat(path, &st) == 0 ? -1 : (errno == ENOENT ? 0 : errno);
 		double t1 = now_s();
+		double w1 = cpu_wait_us(schedstat_fd);
+		double t1r = now_s();
 		int rerr = 0;
 		int fd = open(file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
@@ -81,8 +107,9 @@ static int victim(const char *dir, const char *file, double secs)
 				rerr = errno;
 		}
 		double t2 = now_s();
-		printf("%.1f %.1f %d %.1f %d\n", (t0 - start) * 1e3, (t1 - t0) * 1e6, serr,
-		       (t2 - t1) * 1e6, rerr);
+		double w2 = cpu_wait_us(schedstat_fd);
+		printf("%.1f %.1f %d %.1f %d %.1f %.1f\n", (t0 - start) * 1e3, (t1 - t0) * 1e6, serr,
+		       (t2 - t1r) * 1e6, rerr, wait_between(w0, w1), wait_between(w1, w2));
 		/* The next slot 50 ms on; slots a slow probe overran are skipped. */
 		next.tv_nsec += 50 * 1000 * 1000;
 		if (next.tv_nsec >= 1000000000) {
@@ -100,6 +127,8 @@ static int victim(const char *dir, const char *file, double secs)
 		}
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
 	}
+	if (schedstat_fd >= 0)
+		close(schedstat_fd);
 	return 0;
 }
 
