@@ -58,8 +58,8 @@ static double cpu_wait_us(int schedstat_fd)
 	if (n <= 0)
 		return -1;
 	buf[n] = 0;
-	unsigned long long on_cpu_ns, run_delay_ns;
-	if (sscanf(buf, "%llu %llu", &on_cpu_ns, &run_delay_ns) != 2)
+	unsigned long long run_delay_ns; /* the second field, after the time on a CPU */
+	if (sscanf(buf, "%*u %llu", &run_delay_ns) != 1)
 		return -1;
 	return run_delay_ns / 1e3;
 }
