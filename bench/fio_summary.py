@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Prints "<value> <p99_us>" from a fio JSON result: MB/s or IOPS of reads or writes."""
+"""Prints "<value> <p99_us> <ios>" from a fio JSON result: MB/s or IOPS of
+reads or writes, the p99 completion latency, and the reads and writes the
+job issued."""
 import json
 import sys
 
@@ -16,7 +18,8 @@ def main():
     value = job["bw_bytes"] / 1e6 if metric == "mbps" else job["iops"]
     pct = job.get("clat_ns", {}).get("percentile", {})
     p99_us = pct.get("99.000000", 0) / 1000.0
-    print(f"{value:.1f} {p99_us:.0f}")
+    ios = sum(data["jobs"][0][d].get("total_ios", 0) for d in ("read", "write"))
+    print(f"{value:.1f} {p99_us:.0f} {ios}")
 
 
 main()

@@ -33,6 +33,7 @@ static void report(const char *phase, double *lat_us, int n, double total_us)
 {
 	qsort(lat_us, (size_t)n, sizeof(*lat_us), cmp_double);
 	printf("%s %.0f %.1f\n", phase, n / (total_us / 1e6), lat_us[(int)(n * 0.99)]);
+	fflush(stdout); /* as the phase ends: bench/run reads the daemon's CPU at each line */
 }
 
 int main(int argc, char **argv)

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Turns bench rows (TSV: row, unit, variant, value, p99_us) into markdown
-tables with each fusesched variant's ratio to passthrough_ll and to raw.
+"""Turns bench rows (TSV: row, unit, variant, value, p99_us, and the FUSE
+daemon's CPU microseconds per operation or -1; older results have five
+columns) into markdown tables with each fusesched variant's ratio to
+passthrough_ll and to raw.
 
 Rows in a throughput unit (MB/s, IOPS, ops/s: higher is better) go into the
 single-tenant table, with goal columns for the rows issue 5 sets goals on
@@ -30,20 +32,25 @@ def read_rows(path):
     variants = []
     with open(path) as f:
         for line in f:
-            name, unit, variant, value, p99 = line.rstrip("\n").split("\t")
-            runs.setdefault((name, unit), {}).setdefault(variant, []).append((float(value), float(p99)))
+            fields = line.rstrip("\n").split("\t")
+            name, unit, variant, value, p99 = fields[:5]
+            cpu = float(fields[5]) if len(fields) > 5 else -1.0
+            runs.setdefault((name, unit), {}).setdefault(variant, []).append(
+                (float(value), float(p99), cpu))
             if variant not in variants:
                 variants.append(variant)
     rows = collections.OrderedDict()
     for key, by_variant in runs.items():
         rows[key] = {}
         for v, results in by_variant.items():
+            cpus = [r[2] for r in results if r[2] >= 0]
+            cpu = statistics.median(cpus) if cpus else -1.0
             # A row that failed in any round is failed: its other numbers would flatter it.
-            if any(value < 0 for value, _ in results):
-                rows[key][v] = (-1.0, 0.0)
+            if any(r[0] < 0 for r in results):
+                rows[key][v] = (-1.0, 0.0, -1.0)
             else:
                 rows[key][v] = (statistics.median(r[0] for r in results),
-                                statistics.median(r[1] for r in results))
+                                statistics.median(r[1] for r in results), cpu)
     return rows, variants
 
 
@@ -52,7 +59,7 @@ def rounds_of(path):
     counts = collections.Counter()
     with open(path) as f:
         for line in f:
-            name, _, variant, _, _ = line.rstrip("\n").split("\t")
+            name, _, variant = line.rstrip("\n").split("\t")[:3]
             counts[(name, variant)] += 1
     return max(counts.values(), default=0)
 
@@ -70,6 +77,11 @@ def single_table(path):
     all_rows, variants = read_rows(path)
     rows = collections.OrderedDict((k, v) for k, v in all_rows.items() if k[1] not in TIME_UNITS)
     head = ["row", "unit"] + variants + [f"{v} p99 us" for v in variants]
+    # The daemon's CPU per request, for the variants that have a daemon and
+    # rows that measured it.
+    cpu_variants = [v for v in variants
+                    if any(v in bv and bv[v][2] >= 0 for bv in rows.values())]
+    head += [f"{v} daemon CPU us/op" for v in cpu_variants]
     ratio_variants = [v for v in variants if v.startswith("fusesched")]
     head += [f"{v}/passthrough_ll" for v in ratio_variants] + [f"{v}/raw" for v in ratio_variants]
     with_goal = GOAL_VARIANT in variants and "passthrough_ll" in variants
@@ -86,6 +98,8 @@ def single_table(path):
         cells += [("failed" if by_variant[v][0] < 0 else f"{by_variant[v][0]:.1f}")
                   if v in by_variant else "-" for v in variants]
         cells += [f"{by_variant[v][1]:.0f}" if v in by_variant else "-" for v in variants]
+        cells += [f"{by_variant[v][2]:.1f}" if v in by_variant and by_variant[v][2] >= 0 else "-"
+                  for v in cpu_variants]
         for base in ("passthrough_ll", "raw"):
             for v in ratio_variants:
                 r = ratio(by_variant, v, base)
@@ -103,7 +117,9 @@ def single_table(path):
                          ("met" if r >= limit else f"missed by {(1 - r / limit) * 100:.0f}%"))
         lines.append("| " + " | ".join(cells) + " |")
         out.append({"row": name, "unit": unit,
-                    "results": {v: {"value": by_variant[v][0], "p99_us": by_variant[v][1]}
+                    "results": {v: {"value": by_variant[v][0], "p99_us": by_variant[v][1],
+                                    **({"daemon_cpu_us_per_op": by_variant[v][2]}
+                                       if by_variant[v][2] >= 0 else {})}
                                 for v in by_variant}})
     if not rows:
         lines = []
