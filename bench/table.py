@@ -77,7 +77,7 @@ def single_table(path):
     all_rows, variants = read_rows(path)
     rows = collections.OrderedDict((k, v) for k, v in all_rows.items() if k[1] not in TIME_UNITS)
     head = ["row", "unit"] + variants + [f"{v} p99 us" for v in variants]
-    # The daemon's CPU per request, for the variants that have a daemon and
+    # The daemon's CPU per operation, for the variants that have a daemon and
     # rows that measured it.
     cpu_variants = [v for v in variants
                     if any(v in bv and bv[v][2] >= 0 for bv in rows.values())]
