@@ -326,7 +326,9 @@ static void engine_params_from_config(const struct config *cfg, struct engine_pa
 	ep->sched.policy = c->policy == CONFIG_POLICY_FIFO ? SCHED_POLICY_FIFO : SCHED_POLICY_BFQ;
 	ep->sched.max_inflight = c->max_inflight;
 	ep->sched.learn_depth = c->learn_depth;
-	ep->sched.work_conserving = c->work_conserving;
+	ep->sched.work_conserving = c->work_conserving == CONFIG_DOOR_YES  ? SCHED_DOOR_OPEN
+				    : c->work_conserving == CONFIG_DOOR_NO ? SCHED_DOOR_SHUT
+									   : SCHED_DOOR_LEARN;
 	ep->sched.default_weight = c->default_weight;
 	ep->sched.budget_timeout_ns = (uint64_t)c->budget_timeout_ms * 1000000u;
 	ep->busy_poll_ns = (uint64_t)c->busy_poll_us * 1000u;

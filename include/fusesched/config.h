@@ -61,6 +61,13 @@ enum config_account {
 				 * tenant (flat shares per pod) */
 };
 
+/* [scheduler] work_conserving. */
+enum config_door {
+	CONFIG_DOOR_YES,
+	CONFIG_DOOR_NO,
+	CONFIG_DOOR_AUTO,
+};
+
 /* One [group "PATTERN"] section. */
 struct config_group_rule {
 	char *pattern;		/* cgroup path or glob: * ? [...] within one
@@ -74,7 +81,8 @@ struct config_scheduler {
 	enum config_policy policy;
 	uint32_t max_inflight;
 	bool learn_depth;		/* at most 1.5x the depth the store was seen to serve */
-	bool work_conserving;		/* no: unused slots never go to a tenant ahead of its share */
+	enum config_door work_conserving; /* no: unused slots never go to a tenant ahead of its share;
+					   * auto: as the scheduler's probes find the store */
 	enum config_idle_mode idle_mode;
 	uint32_t idle_us;		/* meaningful for CONFIG_IDLE_FIXED */
 	uint32_t budget_timeout_ms;

@@ -86,6 +86,13 @@ enum sched_inject {
  * injected: through FUSE the others' requests cost a depth-1 tenant's
  * callers CPU, which service time does not show. */
 
+/* The holding door (idle.c, inject_holding): whether the slots a deep
+ * tenant in service leaves unused go to whoever waits first (OPEN: work
+ * conservation), never to one already a slice ahead of its share (SHUT),
+ * or as short probes find it each few seconds: shut for a holder that
+ * moved clearly less with it open (LEARN, door.c). */
+enum sched_door { SCHED_DOOR_OPEN, SCHED_DOOR_SHUT, SCHED_DOOR_LEARN };
+
 /* Every tunable. Defaults (sched_params_default) suit a daemon in front of a
  * fast parallel store where FUSE think times are tens of microseconds. */
 struct sched_params {
@@ -93,9 +100,7 @@ struct sched_params {
 	uint32_t max_inflight;			/* 32: requests at the store at once */
 	bool learn_depth;			/* false: at most max_inflight at the store; true: at most
 					 * 1.5x the depth it was seen to serve (learn.c) */
-	bool work_conserving;			/* true: slots a deep tenant in service leaves unused go
-					 * to whoever waits first; false: not to one already a
-					 * slice ahead of its share (idle.c, inject_holding) */
+	enum sched_door work_conserving;	/* LEARN: the door below as its probes find it */
 	uint32_t default_weight;		/* 100, for sched_queue_get(weight 0) */
 	uint64_t budget_timeout_ns;		/* 20 ms: longest a tenant holds the store */
 	uint64_t budget_min_bytes;		/* 16 KiB: smallest budget */

@@ -83,6 +83,13 @@ static const struct enum_name policy_names[] = {
 	{ NULL, 0 },
 };
 
+static const struct enum_name door_names[] = {
+	{ "yes", CONFIG_DOOR_YES },
+	{ "no", CONFIG_DOOR_NO },
+	{ "auto", CONFIG_DOOR_AUTO },
+	{ NULL, 0 },
+};
+
 static const struct enum_name hierarchy_names[] = {
 	{ "auto", CONFIG_HIERARCHY_AUTO },
 	{ "v2", CONFIG_HIERARCHY_V2 },
@@ -488,8 +495,8 @@ static const struct key_desc keys[] = {
 	  CFG(scheduler.max_inflight), 1, 4096, NULL, "32", AT_MOUNT },
 	{ SEC_SCHEDULER, "learn_depth", set_bool, print_bool,
 	  CFG(scheduler.learn_depth), 0, 0, NULL, "no", AT_MOUNT },
-	{ SEC_SCHEDULER, "work_conserving", set_bool, print_bool,
-	  CFG(scheduler.work_conserving), 0, 0, NULL, "yes", AT_MOUNT },
+	{ SEC_SCHEDULER, "work_conserving", set_enum, print_enum,
+	  CFG(scheduler.work_conserving), 0, 0, door_names, "auto", AT_MOUNT },
 	{ SEC_SCHEDULER, "idle", set_idle, print_idle,
 	  CFG(scheduler), 1, 1000000, NULL, "auto", AT_MOUNT },
 	{ SEC_SCHEDULER, "budget_timeout_ms", set_u32, print_u32,

@@ -143,10 +143,11 @@ static struct sched_req *inject_barrier(struct sched *s, struct sched_queue *g, 
  * at once cannot use all of its share, and the slots past those it would
  * take back go to whoever is first in line (work conservation), or a deep
  * tenant under its share leaves the store partly idle while it holds.
- * Unless work_conserving is off: then not to one more than a slice ahead
- * of its share. Slots are not the store's room: where the store serves
- * fewer than max_inflight at once, those slots queue in it beside g's and
- * take g's share (two 16-deep readers at 400:100 came out 1:1). */
+ * Unless the door is shut (work_conserving, door.c): then not to one more
+ * than a slice ahead of its share. Slots are not the store's room: where
+ * the store serves fewer than max_inflight at once, those slots queue in
+ * it beside g's and take g's share (two 16-deep readers at 400:100 came
+ * out 1:1 with the door open). */
 static struct sched_req *inject_holding(struct sched *s, struct sched_queue *g, uint64_t now_ns)
 {
 	struct sched_req *r = inject_barrier(s, g, now_ns);
@@ -155,8 +156,12 @@ static struct sched_req *inject_holding(struct sched *s, struct sched_queue *g, 
 	struct wf2q_entity *e = sched_wf2q_peek(&s->wq, WF2Q_ELIGIBLE);
 	if (!e && sched_deep_under_share(s, g) && sched_free_slots(s) > sched_deep_claim(s, g)) {
 		e = sched_wf2q_peek(&s->wq, WF2Q_WAITING);
-		if (e && !s->p.work_conserving && !sched_wf2q_ahead_ok(&s->wq, e))
-			e = NULL;
+		if (e && !sched_wf2q_ahead_ok(&s->wq, e)) {
+			if (sched_door_shut(s, g, now_ns))
+				e = NULL;
+			else
+				sched_door_used(s, g, now_ns);
+		}
 	}
 	return inject_general(s, queue_of_ent(e), now_ns);
 }

@@ -296,6 +296,7 @@ void sched_learn_completion(struct sched *s, struct sched_queue *q, const struct
 	}
 	rate_learn(s, q, r, now_ns);
 	depth_learn(s, r, now_ns);
+	sched_door_completion(s, q, r, now_ns);
 }
 
 /* ---- cycles ----

@@ -12,7 +12,7 @@ void sched_params_default(struct sched_params *p)
 	*p = (struct sched_params){
 		.policy = SCHED_POLICY_BFQ,
 		.max_inflight = 32,
-		.work_conserving = true,
+		.work_conserving = SCHED_DOOR_LEARN,
 		.default_weight = SCHED_WEIGHT_DEFAULT,
 		.budget_timeout_ns = 20000000,
 		.budget_min_bytes = 16 << 10,

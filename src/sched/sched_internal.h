@@ -162,6 +162,14 @@ struct queue_cost {
 	uint64_t window_start_ns;
 };
 
+/* The holding door as learned for it (door.c, learn_door): completed
+ * bytes in this probe's open [0] and shut [1] phases. */
+struct queue_door {
+	uint64_t bytes[2];
+	bool used;			/* the door let someone in for it while open */
+	bool shut;			/* until the next probe */
+};
+
 /* Waker detection (learn.c). */
 struct queue_waker {
 	bool known;			/* id is its waker */
@@ -242,6 +250,7 @@ struct sched_queue {
 	struct queue_inject inject;
 	struct queue_waker waker;
 	struct queue_cost cost;
+	struct queue_door door;
 	struct queue_counters stats;
 };
 
@@ -271,6 +280,12 @@ struct store_rate {
 	 * least-time-in-flight per unit of time over a peak window. */
 	uint64_t parallelism_256;
 	uint64_t max_budget_bytes;	/* what a slice can use in budget_timeout_ns */
+};
+
+/* The holding door's probes (door.c): the next or current one's start. */
+struct door_probe {
+	uint64_t start_ns;	/* the current probe's start, 0: none */
+	uint64_t next_ns;	/* the earliest the next may start */
 };
 
 /* The depth the store serves (learn.c, learn_depth): requests in flight at
@@ -319,6 +334,7 @@ struct sched {
 
 	struct store_rate rate;
 	struct store_depth depth;
+	struct door_probe door;
 	struct recent_completion recent[RECENT_COMPLETIONS];
 	uint32_t recent_next;
 
@@ -469,6 +485,13 @@ void sched_learn_inject_limit(struct sched *s, struct sched_queue *q, const stru
 			      bool cycle_was_slowed, uint64_t now_ns);
 /* The limit on requests in flight now: during a depth probe, half. */
 uint32_t sched_depth_now(struct sched *s, uint64_t now_ns);
+
+/* door.c: whether g's holding door is shut now; the door let someone in
+ * for g; a completion, counted for the door's probe. */
+bool sched_door_shut(struct sched *s, struct sched_queue *g, uint64_t now_ns);
+void sched_door_used(struct sched *s, struct sched_queue *g, uint64_t now_ns);
+void sched_door_completion(struct sched *s, struct sched_queue *q, const struct sched_req *r,
+			   uint64_t now_ns);
 /* How many others' requests may be at the store while g is idled for. */
 uint32_t sched_inject_limit(struct sched *s, struct sched_queue *g, uint64_t now_ns);
 

@@ -50,7 +50,7 @@ START_TEST(empty_file_gives_defaults)
 	ck_assert_int_eq(cfg->scheduler.policy, CONFIG_POLICY_BFQ);
 	ck_assert_uint_eq(cfg->scheduler.max_inflight, 32);
 	ck_assert(!cfg->scheduler.learn_depth);
-	ck_assert(cfg->scheduler.work_conserving);
+	ck_assert_int_eq(cfg->scheduler.work_conserving, CONFIG_DOOR_AUTO);
 	ck_assert_int_eq(cfg->scheduler.idle_mode, CONFIG_IDLE_AUTO);
 	ck_assert_uint_eq(cfg->scheduler.budget_timeout_ms, 20);
 	ck_assert_uint_eq(cfg->scheduler.busy_poll_us, 200);
@@ -111,7 +111,7 @@ START_TEST(full_file_sets_every_key)
 	ck_assert_int_eq(cfg->scheduler.policy, CONFIG_POLICY_FIFO);
 	ck_assert_uint_eq(cfg->scheduler.max_inflight, 64);
 	ck_assert(cfg->scheduler.learn_depth);
-	ck_assert(!cfg->scheduler.work_conserving);
+	ck_assert_int_eq(cfg->scheduler.work_conserving, CONFIG_DOOR_NO);
 	ck_assert_int_eq(cfg->scheduler.idle_mode, CONFIG_IDLE_FIXED);
 	ck_assert_uint_eq(cfg->scheduler.idle_us, 250);
 	ck_assert_uint_eq(cfg->scheduler.budget_timeout_ms, 40);
@@ -213,6 +213,8 @@ START_TEST(bad_numbers)
 		     "t.conf:2: idle must be auto, off or microseconds (1..1000000), got 'sometimes'");
 	expect_error("[scheduler]\nhonor_cgroup_weights = maybe\n",
 		     "t.conf:2: honor_cgroup_weights must be yes or no, got 'maybe'");
+	expect_error("[scheduler]\nwork_conserving = off\n",
+		     "t.conf:2: work_conserving must be yes | no | auto, got 'off'");
 	expect_error("[scheduler]\npolicy = cfq\n",
 		     "t.conf:2: policy must be bfq | fifo, got 'cfq'");
 	expect_error("[tenants]\nhierarchy = v1\n",
@@ -411,7 +413,7 @@ START_TEST(print_round_trips)
 	mem = open_memstream(&out1, &len1);
 	ck_assert_int_eq(config_print(cfg, mem), 0);
 	fclose(mem);
-	ck_assert_ptr_nonnull(strstr(out1, "\n[scheduler]\npolicy = bfq\nmax_inflight = 32\nlearn_depth = no\nwork_conserving = yes\nidle = 300\n"));
+	ck_assert_ptr_nonnull(strstr(out1, "\n[scheduler]\npolicy = bfq\nmax_inflight = 32\nlearn_depth = no\nwork_conserving = auto\nidle = 300\n"));
 	ck_assert_ptr_nonnull(strstr(out1, "honor_cgroup_weights = no\n"));
 	ck_assert_ptr_nonnull(strstr(out1, "socket = auto\ngroup = 1000\n"));
 	ck_assert_ptr_nonnull(strstr(out1, "[group \"/a\\\"b\"]\nweight = 7\naccount = cgroup\n"));

@@ -826,7 +826,10 @@ END_TEST
  * runs dry with its requests at the store, but only the slots it would take
  * back (the 8 it has had at once) are kept for it: the light one uses the
  * rest, and the store stays busy. Before, while it held, the light one got
- * only what it was owed and the store ran at 6.8. */
+ * only what it was owed and the store ran at 6.8; with the door always
+ * open it runs at 14.2, and the door's first probe (door.c), whose shut
+ * phases leave the light one's slots empty for 100 ms, costs 0.2 of that
+ * over the 2.5 s of virtual time measured here. */
 START_TEST(deep_tenant_under_its_share_leaves_the_rest)
 {
 	struct sched *s = new_sched(SCHED_POLICY_BFQ, 16);
@@ -841,7 +844,7 @@ START_TEST(deep_tenant_under_its_share_leaves_the_rest)
 		pool[i].sync = true;
 		sched_enqueue(s, &pool[i], now);
 	}
-	for (int c = 0; c < 40000; c++) {
+	for (int c = 0; c < 400000; c++) {
 		struct sched_req *r;
 		while (n < 16 && (r = sched_dispatch(s, now))) {
 			at_store[n] = r;
@@ -889,7 +892,7 @@ START_TEST(deep_tenant_under_its_share_leaves_the_rest)
 		}
 	}
 	double busy = (double)busy_area / (double)(now - since);
-	ck_assert_msg(busy > 14.0, "store busy %.2f of 16 slots", busy);
+	ck_assert_msg(busy > 13.5, "store busy %.2f of 16 slots", busy);
 	/* the heavy one still has all it asks for: 8 jobs of 130 us cycles */
 	double heavy_per_ms = (double)served[0] / ((double)(now - since) / 1e6);
 	ck_assert_msg(heavy_per_ms > 8 / 0.130 * 0.9, "heavy %.1f requests/ms", heavy_per_ms);

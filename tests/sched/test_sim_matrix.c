@@ -52,8 +52,6 @@ static const struct {
 	  "share: t4 read window 2: 0.127 slots, target 0.715 (-82%)" },
 	{ 18, "xxx",
 	  "share: t3 read window 1: 0.849 slots, target 0.500 (+70%)" },
-	{ 23, "oxo",
-	  "shallow: t1 buffered window 0: 0.042 slots, solo 0.054, target 0.054 (77%)" },
 	{ 24, "xox",
 	  "share: t3 direct window 2: 0.008 slots, target 0.017 (-52%)" },
 	{ 27, "xxx",

@@ -356,7 +356,13 @@ void sim_params_bfq_learn_depth(struct sched_params *p)
 void sim_params_bfq_strict(struct sched_params *p)
 {
 	sched_params_default(p);
-	p->work_conserving = false;
+	p->work_conserving = SCHED_DOOR_SHUT;
+}
+
+void sim_params_bfq_open_door(struct sched_params *p)
+{
+	sched_params_default(p);
+	p->work_conserving = SCHED_DOOR_OPEN;
 }
 
 void sim_scenario_q1_queued_store(struct sim_scenario *sc, uint32_t slots)

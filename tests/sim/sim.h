@@ -249,7 +249,9 @@ void sim_params_bfq_noaway(struct sched_params *p);
 void sim_params_bfq_fixed_idle(struct sched_params *p);
 /* At most 1.5x the depth the store was seen to serve (learn_depth). */
 void sim_params_bfq_learn_depth(struct sched_params *p);
-/* Unused slots never go to a tenant a slice ahead of its share (work_conserving off). */
+/* bfq with the holding door always open (work_conserving = yes). */
+void sim_params_bfq_open_door(struct sched_params *p);
+/* Unused slots never go to a tenant a slice ahead of its share (work_conserving = no). */
 void sim_params_bfq_strict(struct sched_params *p);
 
 /* ---- the shape matrix (matrix.c, issue 23) ----

@@ -473,7 +473,7 @@ static bool parse_u64(const char *s, uint64_t *out)
 /* --set NAME=VALUE: any tunable of struct sched_params, over the judged
  * policy's own, so that a change can be tried on the matrix before it is
  * made a default. */
-enum param_kind { PARAM_U32, PARAM_U64, PARAM_BOOL };
+enum param_kind { PARAM_U32, PARAM_U64, PARAM_BOOL, PARAM_DOOR };
 #define PARAM(name, kind) { #name, offsetof(struct sched_params, name), kind }
 static const struct param_field {
 	const char *name;
@@ -481,7 +481,7 @@ static const struct param_field {
 	enum param_kind kind;
 } param_fields[] = {
 	PARAM(max_inflight, PARAM_U32), PARAM(learn_depth, PARAM_BOOL),
-	PARAM(work_conserving, PARAM_BOOL), PARAM(default_weight, PARAM_U32),
+	PARAM(work_conserving, PARAM_DOOR), PARAM(default_weight, PARAM_U32),
 	PARAM(budget_timeout_ns, PARAM_U64), PARAM(budget_min_bytes, PARAM_U64),
 	PARAM(budget_initial_bytes, PARAM_U64), PARAM(budget_max_bytes, PARAM_U64),
 	PARAM(peak_window_ns, PARAM_U64), PARAM(idle_enable, PARAM_BOOL),
@@ -515,6 +515,7 @@ static void set_judged(struct sched_params *p)
 		case PARAM_U32: *(uint32_t *)(void *)at = (uint32_t)overrides[i].value; break;
 		case PARAM_U64: *(uint64_t *)(void *)at = overrides[i].value; break;
 		case PARAM_BOOL: *(bool *)at = overrides[i].value; break;
+		case PARAM_DOOR: *(enum sched_door *)(void *)at = (enum sched_door)overrides[i].value; break;
 		}
 	}
 }
@@ -535,9 +536,12 @@ static bool parse_override(const char *arg)
 	}
 	uint64_t v;
 	if (!eq || !parse_u64(eq + 1, &v) || (f->kind == PARAM_BOOL && v > 1) ||
+	    (f->kind == PARAM_DOOR && v > SCHED_DOOR_LEARN) ||
 	    (f->kind == PARAM_U32 && v > UINT32_MAX)) {
 		fprintf(stderr, "fusesched-sim: --set %s: the value must be %s\n", arg,
-			f->kind == PARAM_BOOL ? "0 or 1" : "a non-negative integer");
+			f->kind == PARAM_BOOL ? "0 or 1"
+			: f->kind == PARAM_DOOR ? "0 (open), 1 (shut) or 2 (learned)"
+						: "a non-negative integer");
 		return false;
 	}
 	size_t i = 0;
