@@ -190,6 +190,7 @@ struct sched_queue_stats {
 	uint64_t think_ns;			/* learned think time, 0 if unknown */
 	uint64_t cycle_alone_ns;		/* think + service with the store to itself, 0 if unseen */
 	uint32_t inject_limit;
+	bool door_shut;				/* its holding door, as the last probe left it (door.c) */
 	bool has_waker;
 	uint64_t waker_id;
 };

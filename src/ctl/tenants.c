@@ -93,6 +93,7 @@ static struct json_object *ctl_row_json(const struct ctl_row *r, const struct ro
 	ctl_json_add_u64(t, "think_ns", q->think_ns);
 	ctl_json_add_u64(t, "cycle_alone_ns", q->cycle_alone_ns);
 	ctl_json_add_u64(t, "inject_limit", q->inject_limit);
+	json_object_object_add(t, "door_shut", json_object_new_boolean(q->door_shut));
 	return t;
 }
 

@@ -203,6 +203,7 @@ void sched_queue_stats(const struct sched_queue *q, struct sched_queue_stats *st
 		.think_ns = q->think.think_ns,
 		.cycle_alone_ns = q->cycle.alone_ns,
 		.inject_limit = q->inject.limit,
+		.door_shut = q->door.shut,
 		.has_waker = q->waker.known,
 		.waker_id = q->waker.id,
 	};

@@ -162,7 +162,7 @@ struct queue_cost {
 	uint64_t window_start_ns;
 };
 
-/* The holding door as learned for it (door.c, learn_door): completed
+/* The holding door as learned for it (door.c, work_conserving = auto): completed
  * bytes in this probe's open [0] and shut [1] phases. */
 struct queue_door {
 	uint64_t bytes[2];

@@ -419,6 +419,7 @@ static const struct {
 	{"expirations.too_idle", json_type_int}, {"expirations.preempted", json_type_int},
 	{"budget_bytes", json_type_int}, {"think_ns", json_type_int},
 	{"cycle_alone_ns", json_type_int}, {"inject_limit", json_type_int},
+	{"door_shut", json_type_boolean},
 };
 
 static struct json_object *at(struct json_object *o, const char *path, bool *present)

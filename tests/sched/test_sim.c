@@ -716,8 +716,13 @@ START_TEST(q1_learned_door_keeps_weights_on_a_queued_store)
 {
 	assert_q1_keeps_weights(sim_params_bfq, "learned door");
 	struct sim_scenario sc;
+	sim_scenario_q1_queued_store(&sc, 8);
+	struct sim_result narrow = run(&sc, sim_params_bfq);
+	ck_assert(narrow.t[0].st.door_shut);
+	ck_assert(!narrow.t[1].st.door_shut);
 	sim_scenario_q1_queued_store(&sc, 32);
 	struct sim_result wide = run(&sc, sim_params_bfq);
+	ck_assert(!wide.t[0].st.door_shut);
 	struct sim_result wide_fifo = run(&sc, sim_params_fifo);
 	ck_assert_msg(wide.store_busy >= 0.95 * wide_fifo.store_busy, "busy %.2f fifo %.2f",
 		      wide.store_busy, wide_fifo.store_busy);
