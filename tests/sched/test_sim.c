@@ -663,8 +663,9 @@ END_TEST
 
 /* Q1 on a store of 8 slots behind 32 dispatch slots under params: 4:1
  * between 3:1 and 5.5:1 (whole requests at this depth), the store at
- * least 0.9 as busy as under fifo. */
-static void assert_q1_keeps_weights(void (*params)(struct sched_params *), const char *what)
+ * least 0.9 as busy as under fifo. Returns the run. */
+static struct sim_result assert_q1_keeps_weights(void (*params)(struct sched_params *),
+						 const char *what)
 {
 	struct sim_scenario sc;
 	sim_scenario_q1_queued_store(&sc, 8);
@@ -674,6 +675,7 @@ static void assert_q1_keeps_weights(void (*params)(struct sched_params *), const
 	ck_assert_msg(r >= 3 && r <= 5.5, "%s: ratio %.2f", what, r);
 	ck_assert_msg(got.store_busy >= 0.9 * fifo.store_busy, "%s: busy %.2f fifo %.2f", what,
 		      got.store_busy, fifo.store_busy);
+	return got;
 }
 
 /* Q1: two 16-deep readers at 400:100 all fit in the dispatch depth and the
@@ -714,12 +716,10 @@ END_TEST
  * and leave it open, the store as busy as under fifo. */
 START_TEST(q1_learned_door_keeps_weights_on_a_queued_store)
 {
-	assert_q1_keeps_weights(sim_params_bfq, "learned door");
-	struct sim_scenario sc;
-	sim_scenario_q1_queued_store(&sc, 8);
-	struct sim_result narrow = run(&sc, sim_params_bfq);
+	struct sim_result narrow = assert_q1_keeps_weights(sim_params_bfq, "learned door");
 	ck_assert(narrow.t[0].st.door_shut);
 	ck_assert(!narrow.t[1].st.door_shut);
+	struct sim_scenario sc;
 	sim_scenario_q1_queued_store(&sc, 32);
 	struct sim_result wide = run(&sc, sim_params_bfq);
 	ck_assert(!wide.t[0].st.door_shut);
