@@ -51,6 +51,8 @@ static int door_phase(struct sched *s, uint64_t now_ns)
 	struct door_probe *p = &s->door;
 	if (!p->start_ns)
 		return -1;
+	if (now_ns < p->start_ns)
+		return -1; /* stamped before the probe began: not part of it */
 	uint64_t phase = (now_ns - p->start_ns) / DOOR_PHASE_NS;
 	if (phase < DOOR_PHASES)
 		return (int)phase;
