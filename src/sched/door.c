@@ -49,10 +49,8 @@ static void door_decide(struct sched *s)
 static int door_phase(struct sched *s, uint64_t now_ns)
 {
 	struct door_probe *p = &s->door;
-	if (!p->start_ns)
-		return -1;
-	if (now_ns < p->start_ns)
-		return -1; /* stamped before the probe began: not part of it */
+	if (!p->start_ns || now_ns < p->start_ns)
+		return -1; /* no probe, or stamped before it began: not part of it */
 	uint64_t phase = (now_ns - p->start_ns) / DOOR_PHASE_NS;
 	if (phase < DOOR_PHASES)
 		return (int)phase;
