@@ -1,0 +1,581 @@
+/*
+ * The mount against a directory of the same filesystem, as a model: one
+ * seeded random sequence of POSIX calls (opens with assorted flags, reads
+ * and writes at odd offsets, truncation, holes, renames, links, modes,
+ * xattrs, copies, fifos) is made on a directory through the mount and on a
+ * reference directory beside the backing one, and every call must give the
+ * same result on both: the same return value or errno, the same bytes, the
+ * same type, mode, size, link count and owner; at the end both trees must
+ * be the same. As root and as an unprivileged user, so permission checks
+ * and privilege clearing are compared too. A divergence names the seed and
+ * step, so it can be replayed.
+ */
+#include "leftovers.h"
+#include "mount_helper.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define USER_UID 2001
+#define USER_GID 2001
+#define STEPS 1500
+#define SLOTS 4
+#define DATA_MAX (70u << 10)
+
+static struct test_mount M;
+
+static void mount_up(void)
+{
+	test_mount_start(&M, NULL);
+}
+
+static void mount_down(void)
+{
+	test_mount_require_clean_exit(test_mount_stop(&M));
+}
+
+/* The names a sequence works on: files, directories, names in them. */
+static const char *const NAMES[] = {"n0", "n1", "n2", "n3", "n4", "d0/n0", "d0/n1", "d1/x", "d0/d2/y"};
+static const char *const DIRS[] = {"d0", "d1", "d0/d2", "d3"};
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static uint64_t next_rand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static uint32_t pick(uint64_t *s, uint32_t n)
+{
+	return (uint32_t)(next_rand(s) % n);
+}
+
+/* One call's outcome: a value or an errno, and what it gave back. */
+struct outcome {
+	long ret;
+	int err;
+	char detail[160];
+	uint64_t digest; /* of the bytes read, names listed, xattr values */
+};
+
+static uint64_t digest(const void *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+	return h;
+}
+
+static void note_stat(struct outcome *o, const struct stat *st)
+{
+	/* A directory's size is the filesystem's layout, not the calls'. */
+	snprintf(o->detail, sizeof(o->detail), "type %o mode %04o size %lld nlink %lu uid %u gid %u",
+		 st->st_mode & S_IFMT, st->st_mode & 07777,
+		 S_ISDIR(st->st_mode) ? 0LL : (long long)st->st_size, (unsigned long)st->st_nlink,
+		 st->st_uid, st->st_gid);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void note_listing(struct outcome *o, const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d) {
+		o->ret = -1;
+		o->err = errno;
+		return;
+	}
+	char *names[64];
+	size_t n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && n < COUNT(names))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			names[n++] = strdup(e->d_name);
+	closedir(d);
+	qsort(names, n, sizeof(names[0]), cmp_names);
+	uint64_t h = n;
+	for (size_t i = 0; i < n; i++) {
+		h = h * 31 + digest(names[i], strlen(names[i]));
+		free(names[i]);
+	}
+	o->ret = (long)n;
+	o->digest = h;
+}
+
+/* What one step does, drawn once and made on both sides alike. */
+struct step {
+	uint32_t op;
+	const char *p, *q, *d;
+	uint32_t slot;
+	int open_flags;
+	mode_t mode;
+	off_t off;
+	size_t len;
+	int whence;
+	unsigned char fill;
+};
+
+enum {
+	OP_OPEN, OP_CLOSE, OP_WRITE, OP_PWRITE, OP_PREAD, OP_FTRUNCATE, OP_TRUNCATE, OP_FSYNC,
+	OP_FALLOCATE, OP_PUNCH, OP_SEEK, OP_UNLINK, OP_RENAME, OP_RENAME_NOREPLACE,
+	OP_RENAME_EXCHANGE, OP_MKDIR, OP_RMDIR, OP_LINK, OP_SYMLINK, OP_STAT, OP_LSTAT, OP_FSTAT,
+	OP_CHMOD, OP_READDIR, OP_SETXATTR, OP_GETXATTR, OP_LISTXATTR, OP_REMOVEXATTR, OP_UTIMENS,
+	OP_COPY_RANGE, OP_MKFIFO, OP_READLINK, OP_ACCESS, OP_COUNT
+};
+
+static const char *const OP_NAMES[OP_COUNT] = {
+	"open", "close", "write", "pwrite", "pread", "ftruncate", "truncate", "fsync",
+	"fallocate", "punch", "lseek", "unlink", "rename", "rename_noreplace", "rename_exchange",
+	"mkdir", "rmdir", "link", "symlink", "stat", "lstat", "fstat", "chmod", "readdir",
+	"setxattr", "getxattr", "listxattr", "removexattr", "utimensat", "copy_file_range",
+	"mkfifo", "readlink", "access"};
+
+static void draw(uint64_t *s, struct step *st)
+{
+	static const off_t offs[] = {0, 1, 4095, 4096, 8191, 65536, 1 << 20};
+	static const size_t lens[] = {0, 1, 100, 4096, 5000, DATA_MAX};
+	static const int opens[] = {O_RDONLY, O_WRONLY | O_CREAT, O_RDWR | O_CREAT,
+				    O_WRONLY | O_APPEND | O_CREAT, O_RDWR};
+	static const mode_t modes[] = {0600, 0644, 0755, 04755, 02755, 01777, 0400, 0};
+	/* A third of the steps work on open files, the rest on names. */
+	static const uint32_t on_files[] = {OP_OPEN, OP_OPEN, OP_WRITE, OP_PWRITE, OP_PREAD,
+					    OP_PREAD, OP_FTRUNCATE, OP_FSTAT, OP_SEEK, OP_FALLOCATE,
+					    OP_PUNCH, OP_FSYNC, OP_CLOSE};
+	st->op = pick(s, 3) ? pick(s, OP_COUNT) : on_files[pick(s, COUNT(on_files))];
+	st->p = NAMES[pick(s, COUNT(NAMES))];
+	st->q = NAMES[pick(s, COUNT(NAMES))];
+	st->d = DIRS[pick(s, COUNT(DIRS))];
+	st->slot = pick(s, SLOTS);
+	/* O_NONBLOCK: a fifo opened for reading must not wait for a writer. */
+	st->open_flags = opens[pick(s, COUNT(opens))] | O_NONBLOCK;
+	if (pick(s, 5) == 0)
+		st->open_flags |= O_TRUNC;
+	if (pick(s, 10) == 0)
+		st->open_flags |= O_CREAT | O_EXCL;
+	st->mode = modes[pick(s, COUNT(modes))];
+	st->off = pick(s, 4) ? offs[pick(s, COUNT(offs))] : (off_t)pick(s, 200000);
+	st->len = lens[pick(s, COUNT(lens))];
+	static const int whences[] = {SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA, SEEK_HOLE};
+	st->whence = whences[pick(s, COUNT(whences))];
+	st->fill = (unsigned char)pick(s, 256);
+}
+
+/* One side: its root and its open descriptors. */
+struct side {
+	const char *root;
+	int fd[SLOTS];
+};
+
+static const char *at(const struct side *sd, const char *rel, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/%s", sd->root, rel);
+	return buf;
+}
+
+static void run_step(struct side *sd, const struct step *st, struct outcome *o, char *data)
+{
+	char p[512], q[512], d[512];
+	at(sd, st->p, p, sizeof(p));
+	at(sd, st->q, q, sizeof(q));
+	at(sd, st->d, d, sizeof(d));
+	memset(o, 0, sizeof(*o));
+	int fd = sd->fd[st->slot];
+	struct stat sb;
+	long r = 0;
+	errno = 0;
+	switch (st->op) {
+	case OP_OPEN:
+		if (fd >= 0)
+			close(fd);
+		r = sd->fd[st->slot] = open(p, st->open_flags, 0644);
+		if (r >= 0)
+			r = 0; /* descriptor numbers may differ */
+		break;
+	case OP_CLOSE:
+		r = fd < 0 ? -2 : close(fd);
+		sd->fd[st->slot] = -1;
+		break;
+	case OP_WRITE:
+	case OP_PWRITE:
+		memset(data, st->fill, st->len);
+		r = fd < 0 ? -2
+			   : (st->op == OP_WRITE ? write(fd, data, st->len)
+						 : pwrite(fd, data, st->len, st->off));
+		break;
+	case OP_PREAD:
+		r = fd < 0 ? -2 : pread(fd, data, st->len, st->off);
+		if (r > 0)
+			o->digest = digest(data, (size_t)r);
+		break;
+	case OP_FTRUNCATE:
+		r = fd < 0 ? -2 : ftruncate(fd, st->off);
+		break;
+	case OP_TRUNCATE:
+		r = truncate(p, st->off);
+		break;
+	case OP_FSYNC:
+		r = fd < 0 ? -2 : fsync(fd);
+		break;
+	case OP_FALLOCATE:
+		r = fd < 0 ? -2 : fallocate(fd, 0, st->off, (off_t)st->len + 1);
+		break;
+	case OP_PUNCH:
+		r = fd < 0 ? -2
+			   : fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, st->off,
+				       (off_t)st->len + 1);
+		break;
+	case OP_SEEK:
+		r = fd < 0 ? -2 : lseek(fd, st->off, st->whence);
+		/* Within the file, where data and holes are reported depends on
+		 * the backing page cache (a page read ahead in an unwritten extent
+		 * reads as data), which the mount's own reads change, and a hole
+		 * may always be reported as data. Only past the end is the answer
+		 * fixed (ENXIO); the position is then set alike on both sides. */
+		if (fd >= 0 && (st->whence == SEEK_DATA || st->whence == SEEK_HOLE)) {
+			int e = errno;
+			if (fstat(fd, &sb) == 0 && st->off < sb.st_size)
+				r = 0;
+			else if (r >= 0)
+				r = 1; /* found something past the end */
+			lseek(fd, st->off, SEEK_SET);
+			errno = e;
+		}
+		break;
+	case OP_UNLINK:
+		r = unlink(p);
+		break;
+	case OP_RENAME:
+		r = rename(p, q);
+		break;
+	case OP_RENAME_NOREPLACE:
+		r = renameat2(AT_FDCWD, p, AT_FDCWD, q, RENAME_NOREPLACE);
+		break;
+	case OP_RENAME_EXCHANGE:
+		r = renameat2(AT_FDCWD, p, AT_FDCWD, q, RENAME_EXCHANGE);
+		break;
+	case OP_MKDIR:
+		r = mkdir(d, 0755);
+		break;
+	case OP_RMDIR:
+		r = rmdir(d);
+		break;
+	case OP_LINK:
+		r = link(p, q);
+		break;
+	case OP_SYMLINK:
+		r = symlink(st->p, q);
+		break;
+	case OP_STAT:
+	case OP_LSTAT:
+	case OP_FSTAT:
+		r = st->op == OP_STAT ? stat(p, &sb)
+		    : st->op == OP_LSTAT ? lstat(p, &sb)
+		    : fd < 0	      ? -2
+					    : fstat(fd, &sb);
+		if (r == 0)
+			note_stat(o, &sb);
+		break;
+	case OP_CHMOD:
+		r = chmod(p, st->mode);
+		break;
+	case OP_READDIR:
+		note_listing(o, d);
+		if (o->err)
+			return;
+		r = o->ret;
+		break;
+	case OP_SETXATTR:
+		memset(data, st->fill, 100);
+		r = setxattr(p, st->slot & 1 ? "user.a" : "user.b", data, st->len % 101, 0);
+		break;
+	case OP_GETXATTR:
+		r = getxattr(p, st->slot & 1 ? "user.a" : "user.b", data, 200);
+		if (r > 0)
+			o->digest = digest(data, (size_t)r);
+		break;
+	case OP_LISTXATTR:
+		r = listxattr(p, data, 4096);
+		if (r > 0) /* the order is the backing filesystem's, the same on both */
+			o->digest = digest(data, (size_t)r);
+		break;
+	case OP_REMOVEXATTR:
+		r = removexattr(p, st->slot & 1 ? "user.a" : "user.b");
+		break;
+	case OP_UTIMENS: {
+		struct timespec ts[2] = {{.tv_sec = st->off}, {.tv_sec = st->off + 7, .tv_nsec = 5}};
+		r = utimensat(AT_FDCWD, p, ts, 0);
+		if (r == 0 && stat(p, &sb) == 0)
+			snprintf(o->detail, sizeof(o->detail), "mtime %lld.%09ld",
+				 (long long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec);
+		break;
+	}
+	case OP_COPY_RANGE: {
+		int in = open(p, O_RDONLY | O_NONBLOCK);
+		if (in < 0) {
+			r = -1;
+			break;
+		}
+		int out = open(q, O_WRONLY | O_CREAT | O_NONBLOCK, 0644);
+		if (out < 0) {
+			int e = errno;
+			close(in);
+			errno = e;
+			r = -1;
+			break;
+		}
+		loff_t off_out = st->off;
+		r = copy_file_range(in, NULL, out, &off_out, st->len, 0);
+		int e = errno;
+		close(out);
+		close(in);
+		errno = e;
+		break;
+	}
+	case OP_MKFIFO:
+		r = mkfifo(p, 0644);
+		break;
+	case OP_READLINK:
+		r = readlink(p, data, 200);
+		if (r > 0)
+			o->digest = digest(data, (size_t)r);
+		break;
+	case OP_ACCESS:
+		r = access(p, R_OK | W_OK);
+		break;
+	}
+	o->ret = r;
+	o->err = r == -1 ? errno : 0;
+}
+
+static bool same(const struct outcome *a, const struct outcome *b)
+{
+	return a->ret == b->ret && a->err == b->err && a->digest == b->digest &&
+	       strcmp(a->detail, b->detail) == 0;
+}
+
+static void describe(char *buf, size_t n, const struct outcome *o)
+{
+	snprintf(buf, n, "ret %ld errno %d (%s) %s digest %016llx", o->ret, o->err,
+		 o->err ? strerror(o->err) : "-", o->detail, (unsigned long long)o->digest);
+}
+
+/* Both trees, entry by entry (sorted walks). Returns false and says where on a difference. */
+static bool trees_match(const char *a, const char *b, const char *rel, char *why, size_t n)
+{
+	char pa[1024], pb[1024];
+	snprintf(pa, sizeof(pa), "%s%s%s", a, *rel ? "/" : "", rel);
+	snprintf(pb, sizeof(pb), "%s%s%s", b, *rel ? "/" : "", rel);
+	struct outcome la = {0}, lb = {0};
+	note_listing(&la, pa);
+	note_listing(&lb, pb);
+	if (!same(&la, &lb)) {
+		snprintf(why, n, "listing of '%s' differs (%ld against %ld names)", rel, la.ret, lb.ret);
+		return false;
+	}
+	DIR *d = opendir(pa);
+	if (!d)
+		return true;
+	struct dirent *e;
+	bool ok = true;
+	while (ok && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char sub[512], fa[1100], fb[1100];
+		snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", e->d_name);
+		snprintf(fa, sizeof(fa), "%s/%s", a, sub);
+		snprintf(fb, sizeof(fb), "%s/%s", b, sub);
+		struct stat sa, sb;
+		struct outcome oa = {0}, ob = {0};
+		if (lstat(fa, &sa) == 0)
+			note_stat(&oa, &sa);
+		if (lstat(fb, &sb) == 0)
+			note_stat(&ob, &sb);
+		if (!same(&oa, &ob)) {
+			snprintf(why, n, "'%s': %s against %s", sub, oa.detail, ob.detail);
+			ok = false;
+		} else if (S_ISREG(sa.st_mode)) {
+			char *ca = malloc((size_t)sa.st_size + 1), *cb = malloc((size_t)sb.st_size + 1);
+			int da = open(fa, O_RDONLY), db = open(fb, O_RDONLY);
+			ssize_t ra = da < 0 ? -1 : pread(da, ca, (size_t)sa.st_size, 0);
+			ssize_t rb = db < 0 ? -1 : pread(db, cb, (size_t)sb.st_size, 0);
+			if (ra != rb || (ra > 0 && memcmp(ca, cb, (size_t)ra))) {
+				snprintf(why, n, "'%s': contents differ (%zd and %zd bytes read)", sub, ra, rb);
+				ok = false;
+			}
+			if (da >= 0)
+				close(da);
+			if (db >= 0)
+				close(db);
+			free(ca);
+			free(cb);
+		} else if (S_ISDIR(sa.st_mode)) {
+			ok = trees_match(a, b, sub, why, n);
+		}
+	}
+	closedir(d);
+	return ok;
+}
+
+struct sequence {
+	char through[512], reference[512];
+	uint64_t seed;
+	char why[1024];
+	unsigned succeeded[OP_COUNT]; /* steps that succeeded, by operation, over every seed */
+};
+
+/* The whole sequence; 0 when every step and the trees matched, else 1 and why. */
+static int run_sequence(void *arg)
+{
+	struct sequence *sq = arg;
+	struct side a = {.root = sq->through}, b = {.root = sq->reference};
+	for (int i = 0; i < SLOTS; i++)
+		a.fd[i] = b.fd[i] = -1;
+	/* A write to a fifo whose reader closed fails with EPIPE on both sides. */
+	signal(SIGPIPE, SIG_IGN);
+	char *data = malloc(DATA_MAX);
+	uint64_t s = sq->seed * 0x9e3779b97f4a7c15ull + 1;
+	int bad = 0;
+	for (int i = 0; i < STEPS && !bad; i++) {
+		struct step st;
+		draw(&s, &st);
+		struct outcome oa, ob;
+		run_step(&a, &st, &oa, data);
+		run_step(&b, &st, &ob, data);
+		if (oa.ret >= 0)
+			sq->succeeded[st.op]++;
+		if (getenv("FS_MODEL_TRACE")) {
+			char da[300];
+			describe(da, sizeof(da), &oa);
+			fprintf(stderr, "%d %s %s %s %s slot %u flags %#o off %lld len %zu whence %d: %s\n", i,
+				OP_NAMES[st.op], st.p, st.q, st.d, st.slot, st.open_flags,
+				(long long)st.off, st.len, st.whence, da);
+		}
+		if (!same(&oa, &ob)) {
+			char da[300], db[300];
+			describe(da, sizeof(da), &oa);
+			describe(db, sizeof(db), &ob);
+			snprintf(sq->why, sizeof(sq->why),
+				 "seed %llu step %d: %s p=%s q=%s d=%s slot %u flags %#o mode %04o off %lld len %zu "
+				 "whence %d: through the mount %s; reference %s",
+				 (unsigned long long)sq->seed, i, OP_NAMES[st.op], st.p, st.q, st.d,
+				 st.slot, st.open_flags, st.mode, (long long)st.off, st.len, st.whence, da,
+				 db);
+			bad = 1;
+		}
+	}
+	for (int i = 0; i < SLOTS; i++) {
+		if (a.fd[i] >= 0)
+			close(a.fd[i]);
+		if (b.fd[i] >= 0)
+			close(b.fd[i]);
+	}
+	free(data);
+	char why[900];
+	if (!bad && !trees_match(sq->through, sq->reference, "", why, sizeof(why))) {
+		snprintf(sq->why, sizeof(sq->why), "seed %llu, after the sequence: %s",
+			 (unsigned long long)sq->seed, why);
+		bad = 1;
+	}
+	if (bad)
+		fprintf(stderr, "%s\n", sq->why);
+	return bad;
+}
+
+/* Shared with the child that runs a sequence as another user. */
+static struct sequence *sequence_new(void)
+{
+	struct sequence *sq = mmap(NULL, sizeof(*sq), PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(sq, MAP_FAILED);
+	memset(sq, 0, sizeof(*sq));
+	return sq;
+}
+
+/* Every operation succeeded somewhere in the test's sequences: a test
+ * whose calls all failed on both sides would compare errnos only. */
+static void require_every_operation_exercised(struct sequence *sq)
+{
+	for (int op = 0; op < OP_COUNT; op++) {
+		if (getenv("FS_MODEL_VERBOSE"))
+			fprintf(stderr, "%s %u\n", OP_NAMES[op], sq->succeeded[op]);
+		ck_assert_msg(sq->succeeded[op] > 0, "no %s succeeded in the sequences", OP_NAMES[op]);
+	}
+	munmap(sq, sizeof(*sq));
+}
+
+/* A fresh pair of directories owned by uid, one through the mount and one beside the backing. */
+static void fresh_pair(struct sequence *sq, uint64_t seed, uid_t uid, gid_t gid)
+{
+	sq->seed = seed;
+	sq->why[0] = '\0';
+	snprintf(sq->through, sizeof(sq->through), "%s", test_mnt_path(&M, ""));
+	snprintf(sq->through + strlen(sq->through), sizeof(sq->through) - strlen(sq->through),
+		 "/seq%llu", (unsigned long long)seed);
+	snprintf(sq->reference, sizeof(sq->reference), "%s/reference-seq%llu", M.root,
+		 (unsigned long long)seed);
+	ck_assert_int_eq(mkdir(sq->through, 0755), 0);
+	ck_assert_int_eq(mkdir(sq->reference, 0755), 0);
+	ck_assert_int_eq(chown(sq->through, uid, gid), 0);
+	ck_assert_int_eq(chown(sq->reference, uid, gid), 0);
+}
+
+START_TEST(random_sequences_as_root_match_the_backing_filesystem)
+{
+	struct sequence *sq = sequence_new();
+	for (uint64_t seed = 1; seed <= 20; seed++) {
+		fresh_pair(sq, seed, 0, 0);
+		if (run_sequence(sq))
+			ck_abort_msg("%s", sq->why);
+	}
+	require_every_operation_exercised(sq);
+}
+END_TEST
+
+START_TEST(random_sequences_as_a_user_match_the_backing_filesystem)
+{
+	/* The reference directory's parent must be reachable by the user. */
+	ck_assert_int_eq(chmod(M.root, 0755), 0);
+	struct sequence *sq = sequence_new();
+	for (uint64_t seed = 101; seed <= 120; seed++) {
+		fresh_pair(sq, seed, USER_UID, USER_GID);
+		int status = test_run_as(USER_UID, USER_GID, run_sequence, sq);
+		ck_assert_msg(status == 0, "as uid %d (exit %d): %s", USER_UID, status,
+			      sq->why[0] ? sq->why : "the sequence did not finish");
+	}
+	require_every_operation_exercised(sq);
+}
+END_TEST
+
+int main(void)
+{
+	test_require_root("fs_model", "mounts, and runs as another user");
+	Suite *s = suite_create("fs_model");
+	TCase *tc = tcase_create("model");
+	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
+	tcase_add_checked_fixture(tc, mount_up, mount_down);
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, random_sequences_as_root_match_the_backing_filesystem);
+	tcase_add_test(tc, random_sequences_as_a_user_match_the_backing_filesystem);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
