@@ -7,7 +7,8 @@
  * same result on both: the same return value or errno, the same bytes, the
  * same type, mode, size, link count and owner; at the end both trees must
  * be the same. As root and as an unprivileged user, so permission checks
- * and privilege clearing are compared too. A divergence names the seed and
+ * and privilege clearing are compared too; on a plain mount and on one
+ * with the kernel's writeback cache. A divergence names the seed and
  * step, so it can be replayed.
  */
 #include "leftovers.h"
@@ -38,6 +39,13 @@ static struct test_mount M;
 static void mount_up(void)
 {
 	test_mount_start(&M, NULL);
+}
+
+/* The kernel's writeback cache changes how writes, appends and sizes reach the daemon. */
+static void mount_up_writeback_cache(void)
+{
+	static const char *const args[] = {"-o", "writeback_cache", NULL};
+	test_mount_start(&M, args);
 }
 
 static void mount_down(void)
@@ -573,6 +581,13 @@ int main(void)
 	tcase_add_test(tc, random_sequences_as_root_match_the_backing_filesystem);
 	tcase_add_test(tc, random_sequences_as_a_user_match_the_backing_filesystem);
 	suite_add_tcase(s, tc);
+	TCase *wb = tcase_create("writeback_cache");
+	tcase_add_unchecked_fixture(wb, leftovers_init, leftovers_cleanup);
+	tcase_add_checked_fixture(wb, mount_up_writeback_cache, mount_down);
+	tcase_set_timeout(wb, 240);
+	tcase_add_test(wb, random_sequences_as_root_match_the_backing_filesystem);
+	tcase_add_test(wb, random_sequences_as_a_user_match_the_backing_filesystem);
+	suite_add_tcase(s, wb);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
