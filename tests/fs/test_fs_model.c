@@ -8,10 +8,12 @@
  * same type, mode, size, link count and owner; at the end both trees must
  * be the same. As root and as an unprivileged user, so permission checks
  * and privilege clearing are compared too; on a plain mount and on one
- * with the kernel's writeback cache. A divergence names the seed and
+ * with the kernel's writeback cache; and as four tenants at once, so that
+ * requests go through the scheduler, not only a lone tenant's path. A divergence names the seed and
  * step, so it can be replayed.
  */
 #include "leftovers.h"
+#include "ctl_test_util.h"
 #include "mount_helper.h"
 
 #include <check.h>
@@ -25,6 +27,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -527,16 +530,21 @@ static void require_every_operation_exercised(struct sequence *sq)
 	munmap(sq, sizeof(*sq));
 }
 
-/* A fresh pair of directories owned by uid, one through the mount and one beside the backing. */
-static void fresh_pair(struct sequence *sq, uint64_t seed, uid_t uid, gid_t gid)
+/* Seed's pair of directories: one through the mount, one beside the backing. */
+static void pair_paths(struct sequence *sq, uint64_t seed)
 {
+	char rel[32];
+	snprintf(rel, sizeof(rel), "seq%llu", (unsigned long long)seed);
 	sq->seed = seed;
 	sq->why[0] = '\0';
-	snprintf(sq->through, sizeof(sq->through), "%s", test_mnt_path(&M, ""));
-	snprintf(sq->through + strlen(sq->through), sizeof(sq->through) - strlen(sq->through),
-		 "/seq%llu", (unsigned long long)seed);
-	snprintf(sq->reference, sizeof(sq->reference), "%s/reference-seq%llu", M.root,
-		 (unsigned long long)seed);
+	snprintf(sq->through, sizeof(sq->through), "%s", test_mnt_path(&M, rel));
+	snprintf(sq->reference, sizeof(sq->reference), "%s/reference-%s", M.root, rel);
+}
+
+/* The pair made fresh and owned by uid. */
+static void fresh_pair(struct sequence *sq, uint64_t seed, uid_t uid, gid_t gid)
+{
+	pair_paths(sq, seed);
 	ck_assert_int_eq(mkdir(sq->through, 0755), 0);
 	ck_assert_int_eq(mkdir(sq->reference, 0755), 0);
 	ck_assert_int_eq(chown(sq->through, uid, gid), 0);
@@ -570,6 +578,67 @@ START_TEST(random_sequences_as_a_user_match_the_backing_filesystem)
 }
 END_TEST
 
+/*
+ * Four tenants at once, each a process in its own cgroup (two as root, two
+ * as users) running its own sequences: their requests meet in the
+ * scheduler and the reactor instead of running alone in the worker that
+ * read them, and each tenant's calls must still come out as on the plain
+ * directory.
+ */
+START_TEST(random_sequences_of_four_tenants_at_once_match)
+{
+	enum { TENANTS = 4, SEEDS_EACH = 4 };
+	ck_assert_int_eq(chmod(M.root, 0755), 0);
+	struct sequence *sq[TENANTS];
+	char cgroup[TENANTS][64];
+	pid_t pid[TENANTS];
+	for (int t = 0; t < TENANTS; t++) {
+		sq[t] = sequence_new();
+		uid_t uid = t % 2 ? USER_UID + (uid_t)t : 0;
+		for (int k = 0; k < SEEDS_EACH; k++)
+			fresh_pair(sq[t], 1000u + 100u * (unsigned)t + (unsigned)k, uid, uid);
+		snprintf(cgroup[t], sizeof(cgroup[t]), "/fs-model-%d-t%d", (int)getpid(), t);
+		ctl_test_cgroup_make(CG_V2, cgroup[t]);
+	}
+	for (int t = 0; t < TENANTS; t++) {
+		pid[t] = fork();
+		ck_assert_int_ge(pid[t], 0);
+		if (pid[t] == 0) {
+			ctl_test_become(cgroup[t], t % 2 ? USER_UID + (uid_t)t : 0);
+			int bad = 0;
+			for (int k = 0; k < SEEDS_EACH && !bad; k++) {
+				pair_paths(sq[t], 1000u + 100u * (unsigned)t + (unsigned)k);
+				bad = run_sequence(sq[t]);
+			}
+			_exit(bad);
+		}
+	}
+	for (int t = 0; t < TENANTS; t++) {
+		int status;
+		ck_assert_int_eq(waitpid(pid[t], &status, 0), pid[t]);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "tenant %s (status %#x): %s", cgroup[t], status,
+			      sq[t]->why[0] ? sq[t]->why : "the sequences did not finish");
+	}
+	/* Each was a tenant of its own, as the daemon counts them, and some
+	 * of their requests were scheduled, not run alone. */
+	int64_t scheduled = 0;
+	for (int t = 0; t < TENANTS; t++) {
+		int64_t ops = 0;
+		static const char *const kinds[] = {"ops.read", "ops.write", "ops.sync", "ops.other"};
+		for (size_t k = 0; k < COUNT(kinds); k++)
+			ops += ctl_test_tenant_u64(M.mnt, cgroup[t], kinds[k]);
+		int64_t solo = ctl_test_tenant_u64(M.mnt, cgroup[t], "solo_ops");
+		if (getenv("FS_MODEL_VERBOSE"))
+			fprintf(stderr, "%s: %lld ops, %lld solo\n", cgroup[t], (long long)ops, (long long)solo);
+		ck_assert_msg(ops > 0 && solo >= 0, "tenant %s: %lld ops counted", cgroup[t], (long long)ops);
+		scheduled += ops - solo;
+		require_every_operation_exercised(sq[t]);
+	}
+	ck_assert_msg(scheduled > 0, "every request of the four tenants ran alone");
+}
+END_TEST
+
 int main(void)
 {
 	test_require_root("fs_model", "mounts, and runs as another user");
@@ -580,6 +649,7 @@ int main(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, random_sequences_as_root_match_the_backing_filesystem);
 	tcase_add_test(tc, random_sequences_as_a_user_match_the_backing_filesystem);
+	tcase_add_test(tc, random_sequences_of_four_tenants_at_once_match);
 	suite_add_tcase(s, tc);
 	TCase *wb = tcase_create("writeback_cache");
 	tcase_add_unchecked_fixture(wb, leftovers_init, leftovers_cleanup);
