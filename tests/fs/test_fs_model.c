@@ -106,22 +106,28 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/*
- * The names of a listxattr answer, in sorted order: the order is not
- * specified, and XFS gives its on-disk order to a buffer with room to
- * spare and hash order to one just large enough (as the daemon's is).
- */
-static uint64_t digest_name_list(const char *list, size_t bytes)
+/* Names in sorted order, whatever order they came in. */
+static uint64_t digest_names(char **names, size_t n)
 {
-	const char *names[64];
-	size_t n = 0;
-	for (size_t at = 0; at < bytes && n < COUNT(names); at += strlen(list + at) + 1)
-		names[n++] = list + at;
 	qsort(names, n, sizeof(names[0]), cmp_names);
 	uint64_t h = n;
 	for (size_t i = 0; i < n; i++)
 		h = h * 31 + digest(names[i], strlen(names[i]));
 	return h;
+}
+
+/*
+ * A listxattr answer's names: the order is not specified, and XFS gives
+ * its on-disk order to a buffer with room to spare and hash order to one
+ * just large enough (as the daemon's is).
+ */
+static uint64_t digest_name_list(char *list, size_t bytes)
+{
+	char *names[64];
+	size_t n = 0;
+	for (size_t at = 0; at < bytes && n < COUNT(names); at += strlen(list + at) + 1)
+		names[n++] = list + at;
+	return digest_names(names, n);
 }
 
 static void note_listing(struct outcome *o, const char *dir)
@@ -139,14 +145,10 @@ static void note_listing(struct outcome *o, const char *dir)
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
 			names[n++] = strdup(e->d_name);
 	closedir(d);
-	qsort(names, n, sizeof(names[0]), cmp_names);
-	uint64_t h = n;
-	for (size_t i = 0; i < n; i++) {
-		h = h * 31 + digest(names[i], strlen(names[i]));
-		free(names[i]);
-	}
 	o->ret = (long)n;
-	o->digest = h;
+	o->digest = digest_names(names, n);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
 }
 
 /* What one step does, drawn once and made on both sides alike. */
@@ -558,11 +560,8 @@ static struct sequence *sequence_new(void)
  * whose calls all failed on both sides would compare errnos only. */
 static void require_every_operation_exercised(struct sequence *sq)
 {
-	for (int op = 0; op < OP_COUNT; op++) {
-		if (getenv("FS_MODEL_VERBOSE"))
-			fprintf(stderr, "%s %u\n", OP_NAMES[op], sq->succeeded[op]);
+	for (int op = 0; op < OP_COUNT; op++)
 		ck_assert_msg(sq->succeeded[op] > 0, "no %s succeeded in the sequences", OP_NAMES[op]);
-	}
 	munmap(sq, sizeof(*sq));
 }
 
@@ -665,8 +664,6 @@ START_TEST(random_sequences_of_four_tenants_at_once_match)
 		for (size_t k = 0; k < COUNT(kinds); k++)
 			ops += ctl_test_tenant_u64(M.mnt, cgroup[t], kinds[k]);
 		int64_t solo = ctl_test_tenant_u64(M.mnt, cgroup[t], "solo_ops");
-		if (getenv("FS_MODEL_VERBOSE"))
-			fprintf(stderr, "%s: %lld ops, %lld solo\n", cgroup[t], (long long)ops, (long long)solo);
 		ck_assert_msg(ops > 0 && solo >= 0, "tenant %s: %lld ops counted", cgroup[t], (long long)ops);
 		scheduled += ops - solo;
 		require_every_operation_exercised(sq[t]);
