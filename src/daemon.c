@@ -6,6 +6,7 @@
 #include "fusesched/fs.h"
 #include "fusesched/kernel_queue.h"
 #include "fusesched/mountinfo.h"
+#include "fusesched/mountroot.h"
 #include "fusesched/stats.h"
 #include "fusesched/tenant.h"
 
@@ -13,8 +14,10 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -371,6 +374,126 @@ static void log_to_syslog(enum fuse_log_level level, const char *fmt, va_list ap
 	vsyslog((int)level, fmt, ap);
 }
 
+/*
+ * The mount command's end of a background start: the daemon's parent waits
+ * until the volume is served at the mountpoint, which happens once the
+ * session's loop runs (mountroot.h), and exits 0, or 1 with the daemon's
+ * reason. The daemon writes '+' when serving, or '-' and why it stopped.
+ */
+static int started_fd = -1;
+
+static int daemonize(bool foreground)
+{
+	if (foreground)
+		return chdir("/") == 0 ? 0 : -1;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid > 0) {
+		close(p[1]);
+		char msg[640];
+		size_t got = 0;
+		for (;;) {
+			ssize_t n = read(p[0], msg + got, sizeof(msg) - 1 - got);
+			if (n > 0 && (got += (size_t)n) < sizeof(msg) - 1)
+				continue;
+			if (n < 0 && errno == EINTR)
+				continue;
+			break;
+		}
+		msg[got] = '\0';
+		if (got && msg[0] == '+')
+			_exit(0);
+		fprintf(stderr, "fusesched: %s\n",
+			got > 1 ? msg + 1 : "the daemon stopped before it served the mount (see the system log)");
+		_exit(1);
+	}
+	close(p[0]);
+	if (setsid() < 0 || chdir("/") < 0)
+		return -1;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0)
+		return -1;
+	for (int fd = 0; fd <= 2; fd++)
+		(void)dup2(null, fd);
+	if (null > 2)
+		close(null);
+	started_fd = p[1];
+	return 0;
+}
+
+/* Serving at the mountpoint (error NULL), or not: the service manager and the waiting parent are told. */
+static void daemon_started(const char *mountpoint, const char *error)
+{
+	if (!error) {
+		/* The PID is the daemon's own, after daemonize, as NotifyAccess=main wants. */
+		char ready[PATH_MAX + 64];
+		snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%ld\nSTATUS=serving %s", (long)getpid(),
+			 mountpoint);
+		daemon_notify(ready);
+	}
+	if (started_fd < 0)
+		return;
+	char msg[640];
+	int n = snprintf(msg, sizeof(msg), "%c%s", error ? '-' : '+', error ? error : "");
+	(void)!write(started_fd, msg, n < (int)sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+	close(started_fd);
+	started_fd = -1;
+}
+
+/* Puts the volume at the mountpoint once the loop can answer the kernel (mountroot.h). */
+struct publisher {
+	pthread_t thread;
+	bool started;
+	atomic_bool failed, done, stopping;
+	struct mountroot *root;
+	struct fs *fs;
+};
+
+static void *publish(void *arg)
+{
+	struct publisher *p = arg;
+	char err[512];
+	if (mountroot_publish(p->root, p->fs, err, sizeof(err)) < 0) {
+		fuse_log(FUSE_LOG_ERR, "fusesched: %s\n", err);
+		atomic_store(&p->failed, true);
+		daemon_started(p->root->mountpoint, err);
+		if (!atomic_load(&p->stopping))
+			kill(getpid(), SIGTERM); /* ends the loop as a stop does */
+	} else {
+		daemon_started(p->root->mountpoint, NULL);
+	}
+	atomic_store(&p->done, true);
+	return NULL;
+}
+
+/*
+ * The loop ended (a stop while starting) with the bind perhaps still
+ * waiting for its lookup's answer: requests are answered here until it
+ * has one, so that its thread ends and the volume is unmounted wherever it
+ * got to.
+ */
+static void publisher_finish(struct publisher *p, struct fuse_session *se)
+{
+	if (!p->started)
+		return;
+	atomic_store(&p->stopping, true);
+	struct fuse_buf buf = {.mem = NULL};
+	while (!atomic_load(&p->done)) {
+		struct pollfd pfd = {.fd = fuse_session_fd(se), .events = POLLIN};
+		if (poll(&pfd, 1, 10) == 1 && (pfd.revents & POLLIN) && fuse_session_receive_buf(se, &buf) > 0)
+			fuse_session_process_buf(se, &buf);
+	}
+	free(buf.mem);
+	pthread_join(p->thread, NULL);
+}
+
 /* What a reload needs: the file named at mount, and what cannot change live. */
 struct daemon_reload {
 	const char *config_path;          /* absolute: the daemon chdirs to / */
@@ -507,6 +630,7 @@ int daemon_run(const struct daemon_options *o)
 	struct ctl_http *http = NULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct kernel_queue kernel_queue = {.dir_fd = -1, .limit_fd = -1};
+	struct mountroot root = {.published = false};
 	status = 2;
 	const struct tenant_table_params tp = {.max_tenants = DAEMON_MAX_TENANTS};
 	if (!stats) {
@@ -579,9 +703,12 @@ int daemon_run(const struct daemon_options *o)
 	sigemptyset(&hup);
 	sigaddset(&hup, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &hup, NULL);
-	if (fuse_session_mount(se, o->mountpoint) != 0) {
+	const char *mount_at = mountroot_prepare(&root, real_mnt);
+	if (fuse_session_mount(se, mount_at) != 0) {
 		fprintf(stderr, "fusesched: mounting on '%s' failed (see the message above)\n",
-			o->mountpoint);
+			mount_at);
+		if (root.stage[0])
+			mountroot_unmount(&root, NULL);
 		goto out_signals;
 	}
 	if (fs_attach_channel(fs, se) != 0) {
@@ -590,7 +717,7 @@ int daemon_run(const struct daemon_options *o)
 	}
 	/* Mounted, INIT not yet answered: the kernel's queue is sized while mounted unless fixed. */
 	if (!o->max_background[0]) {
-		if (kernel_queue_open(o->mountpoint, &kernel_queue, err, sizeof(err)) == 0) {
+		if (kernel_queue_open(mount_at, &kernel_queue, err, sizeof(err)) == 0) {
 			fs_set_max_background(fs, engine_set_kernel_queue(engine, set_kernel_queue,
 									  kernel_queue_outstanding, &kernel_queue,
 									  fo.max_background));
@@ -600,7 +727,7 @@ int daemon_run(const struct daemon_options *o)
 	}
 	if (kernel_queue.limit_fd < 0)
 		engine_set_kernel_queue(engine, NULL, NULL, NULL, fo.max_background);
-	if (fuse_daemonize(o->foreground) != 0)
+	if (daemonize(o->foreground) != 0)
 		goto out_unmount;
 	if (!o->foreground) {
 		openlog("fusesched", LOG_PID, LOG_DAEMON);
@@ -636,15 +763,21 @@ int daemon_run(const struct daemon_options *o)
 	else
 		fuse_log(FUSE_LOG_NOTICE, "fusesched: changes beside the mount are not watched (%s); "
 			 "timeouts stay as set\n", err);
-	/* Mounted, engine and control socket running: ready (the PID is the
-	 * daemon's own, after fuse_daemonize, as NotifyAccess=main wants). */
-	char ready[PATH_MAX + 64];
-	snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%ld\nSTATUS=serving %s", (long)getpid(),
-		 real_mnt);
-	daemon_notify(ready);
+	/* Mounted, engine and control socket running: ready, once the volume is
+	 * at the mountpoint; from a stage that takes the loop's answers. */
+	struct publisher pub = {.root = &root, .fs = fs};
+	if (!root.stage[0])
+		daemon_started(real_mnt, NULL);
+	else if (pthread_create(&pub.thread, NULL, publish, &pub) == 0)
+		pub.started = true;
+	else
+		kill(getpid(), SIGTERM);
 	/* Returns after SIGTERM/SIGINT/unmount once every worker finished its request. */
 	/* A positive result is the signal that ended the loop: a clean stop. */
 	status = fuse_session_loop_mt(se, loop) < 0 ? 1 : 0;
+	publisher_finish(&pub, se);
+	if (atomic_load(&pub.failed) || (root.stage[0] && !root.published))
+		status = 1;
 	fs_unwatch_backing(fs);
 	daemon_notify("STOPPING=1\nSTATUS=draining and unmounting");
 	fuse_loop_cfg_destroy(loop);
@@ -655,7 +788,8 @@ int daemon_run(const struct daemon_options *o)
 	/* Every request the kernel handed over is answered before the mount goes. */
 	engine_stop(engine);
 out_unmount:
-	fuse_session_unmount(se);
+	daemon_started(real_mnt, "the daemon stopped before it served the mount (see the system log)");
+	mountroot_unmount(&root, se);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:

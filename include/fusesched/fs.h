@@ -123,6 +123,23 @@ const struct fuse_lowlevel_ops *fs_lowlevel_ops(void);
  */
 int fs_attach_channel(struct fs *fs, struct fuse_session *se);
 
+/*
+ * The mount's root as a node of its own (DESIGN section 7). The kernel makes
+ * a FUSE mount's root inode before INIT turns POSIX ACLs on, and never
+ * caches that inode's ACL: every path walk through it by a caller who does
+ * not own it would ask the daemon for its ACL. So the daemon mounts on a
+ * private staging directory and binds a second node of the backing root,
+ * made after INIT, at the mountpoint (mountroot.h); the first root is then
+ * never walked. Armed, the next lookup of FS_ROOT_ALIAS_NAME in the first
+ * root answers the second, FS_ROOT_ALIAS_ID (beyond any slot of the inode
+ * table): requests naming it are served as the root's, and once in use
+ * (fs_root_alias_use) the kernel is told of the root's changes under it.
+ */
+#define FS_ROOT_ALIAS_NAME ".fusesched-root"
+#define FS_ROOT_ALIAS_ID ((UINT64_C(1) << 32) | 1)
+void fs_root_alias_arm(struct fs *fs, bool armed);
+void fs_root_alias_use(struct fs *fs);
+
 /* Live inodes (root included), for tests and stats. */
 uint64_t fs_inode_count(struct fs *fs);
 

@@ -14,6 +14,10 @@
  * O_TRUNC open whose caller lacks CAP_FSETID; the operation then drops the
  * bits itself (fs_request_drops_privs). Capabilities need no help: the
  * backing filesystem removes security.capability on our write.
+ *
+ * The root's second node (fs.h) is translated here, both ways: a request
+ * naming it (as its node or as a rename's new directory) is the root's,
+ * and, once the kernel walks it, a notification about the root names it.
  */
 #include "fs_internal.h"
 
@@ -106,6 +110,30 @@ static bool is_metadata(uint32_t opcode)
 
 /* The daemon's one mount (fs_attach_channel). */
 static struct fs *channel_fs;
+
+void fs_root_alias_arm(struct fs *fs, bool armed)
+{
+	atomic_store(&fs->root_alias_armed, armed);
+}
+
+void fs_root_alias_use(struct fs *fs)
+{
+	atomic_store(&fs->root_alias_used, true);
+}
+
+/* The request as the daemon serves it: the root's second node is the root. */
+static void root_alias_in(struct fuse_in_header *h, size_t bytes)
+{
+	if (h->nodeid == FS_ROOT_ALIAS_ID)
+		h->nodeid = FUSE_ROOT_ID;
+	uint64_t *newdir = NULL;
+	if (h->opcode == FUSE_RENAME && bytes >= sizeof(*h) + sizeof(struct fuse_rename_in))
+		newdir = &((struct fuse_rename_in *)(h + 1))->newdir;
+	else if (h->opcode == FUSE_RENAME2 && bytes >= sizeof(*h) + sizeof(struct fuse_rename2_in))
+		newdir = &((struct fuse_rename2_in *)(h + 1))->newdir;
+	if (newdir && *newdir == FS_ROOT_ALIAS_ID)
+		*newdir = FUSE_ROOT_ID;
+}
 
 /* A metadata request taken aside: its bytes, run later by the datapath. */
 struct deferred {
@@ -354,6 +382,7 @@ static ssize_t channel_read(int fd, void *buf, size_t buf_bytes, void *userdata)
 		if (n < (ssize_t)sizeof(struct fuse_in_header))
 			return n;
 		struct fuse_in_header *h = buf;
+		root_alias_in(h, (size_t)n);
 		if (h->opcode == FUSE_INIT &&
 		    (size_t)n >= sizeof(*h) + offsetof(struct fuse_init_in, flags) + sizeof(uint32_t)) {
 			const struct fuse_init_in *in = (const void *)(h + 1);
@@ -397,6 +426,39 @@ static ssize_t channel_read(int fd, void *buf, size_t buf_bytes, void *userdata)
 	}
 }
 
+/*
+ * A notification about the root names the node the kernel walks. The
+ * node is the first field of each kind that names a directory or an inode
+ * (libfuse sends the header, then that argument).
+ */
+#define NOTIFY_ARG_MAX_BYTES 32u /* the largest of the three below (fuse_notify_delete_out: 24) */
+
+static void root_alias_out(struct iovec *iov, int count, char copy[NOTIFY_ARG_MAX_BYTES])
+{
+	const struct fuse_out_header *h = iov[0].iov_base;
+	uint64_t node;
+	if (h->unique != 0 || count < 2 || iov[1].iov_len < sizeof(node) ||
+	    iov[1].iov_len > NOTIFY_ARG_MAX_BYTES ||
+	    !atomic_load_explicit(&channel_fs->root_alias_used, memory_order_relaxed))
+		return;
+	switch (h->error) {
+	case FUSE_NOTIFY_INVAL_INODE: /* ino */
+	case FUSE_NOTIFY_INVAL_ENTRY: /* parent */
+	case FUSE_NOTIFY_DELETE:      /* parent */
+		memcpy(&node, iov[1].iov_base, sizeof(node));
+		if (node != FUSE_ROOT_ID)
+			break;
+		/* A copy, so the caller's argument is left as it was. */
+		memcpy(copy, iov[1].iov_base, iov[1].iov_len);
+		node = FS_ROOT_ALIAS_ID;
+		memcpy(copy, &node, sizeof(node));
+		iov[1].iov_base = copy;
+		break;
+	default:
+		break;
+	}
+}
+
 static ssize_t channel_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	(void)userdata;
@@ -420,6 +482,8 @@ static ssize_t channel_writev(int fd, struct iovec *iov, int count, void *userda
 			amended.max_pages = (uint16_t)(FS_READ_MAX_BYTES / (size_t)sysconf(_SC_PAGESIZE));
 		iov[1].iov_base = &amended;
 	}
+	char notify_arg[NOTIFY_ARG_MAX_BYTES];
+	root_alias_out(iov, count, notify_arg);
 	return writev(fd, iov, count);
 }
 

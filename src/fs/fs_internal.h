@@ -37,6 +37,8 @@ struct fs {
 	 * whose writes found none rechecks only then (fs_file.privs_checked).
 	 */
 	atomic_uint_fast64_t privs_epoch;
+	atomic_bool root_alias_armed; /* fs_root_alias_arm: the next lookup of its name answers it */
+	atomic_bool root_alias_used;  /* the kernel walks the root as FS_ROOT_ALIAS_ID */
 };
 
 /* An open regular file: fuse_file_info.fh points at one. */

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,30 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+/* The staging mount's one walk: the root's second node (fs.h), answered once. */
+static bool root_alias_lookup(struct fs *fs, fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	if (parent != FUSE_ROOT_ID || !atomic_load(&fs->root_alias_armed) ||
+	    strcmp(name, FS_ROOT_ALIAS_NAME) != 0 || !atomic_exchange(&fs->root_alias_armed, false))
+		return false;
+	struct fuse_entry_param e;
+	int r = fs_lookup_entry(fs, FUSE_ROOT_ID, ".", &e);
+	if (r) {
+		fuse_reply_err(req, -r);
+		return true;
+	}
+	/* The root's lookup count is not kept (it is never forgotten), nor is this one's. */
+	e.ino = FS_ROOT_ALIAS_ID;
+	e.generation = 0;
+	fuse_reply_entry(req, &e);
+	return true;
+}
+
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = fs_of(req);
+	if (root_alias_lookup(fs, req, parent, name))
+		return;
 	struct fuse_entry_param e;
 	int r = fs_lookup_entry(fs, parent, name, &e);
 	double negative_s = r == -ENOENT ? fs_negative_timeout_s(fs, inode_table_dev(fs->inodes, parent)) : 0;

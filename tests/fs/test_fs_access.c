@@ -432,6 +432,128 @@ START_TEST(nodevnodes_refuses_device_nodes)
 }
 END_TEST
 
+/*
+ * One FUSE connection's requests of one opcode, counted by a tracefs
+ * instance of the test's own (the fuse_request_send event, Linux 6.15+).
+ */
+struct request_count {
+	char dir[300];
+};
+
+static bool write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	close(fd);
+	return ok;
+}
+
+static bool request_count_start(struct request_count *c, const char *mnt, unsigned opcode)
+{
+	static const char *const bases[] = {"/sys/kernel/tracing", "/sys/kernel/debug/tracing"};
+	struct stat st;
+	if (stat(mnt, &st) < 0)
+		return false;
+	for (size_t i = 0; i < sizeof(bases) / sizeof(bases[0]); i++) {
+		char path[400], text[96];
+		snprintf(path, sizeof(path), "%s/events/fuse/fuse_request_send", bases[i]);
+		if (access(path, F_OK) != 0)
+			continue;
+		snprintf(c->dir, sizeof(c->dir), "%s/instances/fusesched-access-%ld", bases[i],
+			 (long)getpid());
+		if (mkdir(c->dir, 0700) < 0 && errno != EEXIST)
+			return false;
+		snprintf(path, sizeof(path), "%s/events/fuse/fuse_request_send/filter", c->dir);
+		snprintf(text, sizeof(text), "connection == %u && opcode == %u", minor(st.st_dev), opcode);
+		bool ok = write_text(path, text);
+		snprintf(path, sizeof(path), "%s/events/fuse/fuse_request_send/enable", c->dir);
+		if (ok && write_text(path, "1"))
+			return true;
+		(void)rmdir(c->dir);
+		return false;
+	}
+	return false;
+}
+
+static long request_count_read(const struct request_count *c)
+{
+	char path[400], line[512];
+	snprintf(path, sizeof(path), "%s/trace", c->dir);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	long n = 0;
+	while (fgets(line, sizeof(line), f))
+		n += line[0] != '#' && strstr(line, "fuse_request_send") != NULL;
+	fclose(f);
+	return n;
+}
+
+static void request_count_stop(const struct request_count *c)
+{
+	char path[400];
+	snprintf(path, sizeof(path), "%s/events/fuse/fuse_request_send/enable", c->dir);
+	(void)write_text(path, "0");
+	(void)rmdir(c->dir);
+}
+
+#define FUSE_GETXATTR_OPCODE 22u
+
+static int getxattr_20(void *path)
+{
+	char value[16];
+	for (int i = 0; i < 20; i++)
+		if (getxattr(path, "user.none", value, sizeof(value)) >= 0 || errno != ENODATA)
+			return errno ? errno : EEXIST;
+	return 0;
+}
+
+static int stat_200(void *path)
+{
+	struct stat st;
+	for (int i = 0; i < 200; i++)
+		if (stat(path, &st) < 0)
+			return errno;
+	return 0;
+}
+
+/*
+ * The kernel never caches the ACL of a FUSE mount's root inode (it is made
+ * before INIT turns ACLs on), so every path walk through it by a caller
+ * who does not own it would ask the daemon; the mountpoint shows a second
+ * node of the backing root instead (mountroot.h), whose ACL is cached.
+ */
+START_TEST(a_walk_through_the_mount_root_is_not_a_request_for_its_acl)
+{
+	const char *dir = case_dir(true, "rootwalk");
+	char file[700];
+	snprintf(file, sizeof(file), "%s/f", dir);
+	int fd = open(file, O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	struct stat root;
+	ck_assert_int_eq(stat(M.mnt, &root), 0);
+	ck_assert_int_ne(root.st_uid, BOB);
+	struct request_count c;
+	if (!request_count_start(&c, M.mnt, FUSE_GETXATTR_OPCODE)) {
+		fprintf(stderr, "SKIP: %s: no tracefs with the fuse events to count requests by\n",
+			__func__);
+		return;
+	}
+	/* The count sees this mount's GETXATTRs: xattrs are never cached, each is one. */
+	ck_assert_int_eq(as_user(BOB, getxattr_20, file), 0);
+	long xattrs = request_count_read(&c);
+	/* Then 200 walks to the file: the ACLs on the way are asked for once at most. */
+	ck_assert_int_eq(as_user(BOB, stat_200, file), 0);
+	long walks = request_count_read(&c) - xattrs;
+	request_count_stop(&c);
+	ck_assert_int_ge(xattrs, 20);
+	ck_assert_msg(walks <= 3, "200 stats through the mount's root asked for %ld ACLs", walks);
+}
+END_TEST
+
 static struct test_mount A;
 
 static void noacl_mount_up(void)
@@ -483,6 +605,7 @@ static Suite *access_suite(void)
 	tcase_add_test(tc, setgid_kept_by_a_group_member_as_on_ext4);
 	tcase_add_test(tc, device_nodes_as_on_a_nodev_filesystem);
 	tcase_add_test(tc, unlabelled_files_report_no_selinux_support);
+	tcase_add_test(tc, a_walk_through_the_mount_root_is_not_a_request_for_its_acl);
 	suite_add_tcase(s, tc);
 	TCase *noacl = tcase_create("noacl");
 	tcase_add_unchecked_fixture(noacl, leftovers_init, leftovers_cleanup);

@@ -1,0 +1,117 @@
+/* Where the volume is mounted from (mountroot.h): staging, publishing, unmounting. */
+#include "fusesched/mountroot.h"
+
+#include "fusesched/ctl.h"
+#include "fusesched/fs.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Detaches whatever is mounted on the stage (its own bind, the volume on it), then removes it. */
+static void stage_remove(const char *stage)
+{
+	while (umount2(stage, MNT_DETACH) == 0)
+		;
+	(void)rmdir(stage);
+}
+
+const char *mountroot_prepare(struct mountroot *m, const char *mountpoint)
+{
+	snprintf(m->mountpoint, sizeof(m->mountpoint), "%s", mountpoint);
+	m->stage[0] = '\0';
+	m->published = false;
+	if (geteuid() != 0)
+		return mountpoint;
+	char sock[PATH_MAX];
+	size_t len;
+	if (ctl_socket_path_for_mount(mountpoint, sock, sizeof(sock)) < 0 ||
+	    (len = strlen(sock)) < 5 || strcmp(sock + len - 5, ".sock") != 0)
+		return mountpoint;
+	snprintf(m->stage, sizeof(m->stage), "%.*s.root", (int)(len - 5), sock);
+	(void)mkdir(CTL_SOCKET_DIR, 0755);
+	struct stat st;
+	/* A daemon killed while starting leaves its stage: taken over as it is. */
+	if ((mkdir(m->stage, 0700) < 0 && errno != EEXIST) || lstat(m->stage, &st) < 0 ||
+	    !S_ISDIR(st.st_mode))
+		goto no_stage;
+	while (umount2(m->stage, MNT_DETACH) == 0)
+		;
+	/* Private: the volume on it must not appear in other mount namespaces (a
+	 * copy there would outlive the unmount at the mountpoint). */
+	if (mount(m->stage, m->stage, NULL, MS_BIND, NULL) < 0)
+		goto no_stage;
+	if (mount(NULL, m->stage, NULL, MS_PRIVATE, NULL) < 0) {
+		stage_remove(m->stage);
+		goto no_stage;
+	}
+	return m->stage;
+no_stage:
+	m->stage[0] = '\0';
+	return mountpoint;
+}
+
+int mountroot_publish(struct mountroot *m, struct fs *fs, char *err, size_t err_bytes)
+{
+	if (!m->stage[0])
+		return 0;
+	char from[PATH_MAX + sizeof(FS_ROOT_ALIAS_NAME) + 1];
+	snprintf(from, sizeof(from), "%s/%s", m->stage, FS_ROOT_ALIAS_NAME);
+	fs_root_alias_arm(fs, true);
+	int r = 0;
+	if (mount(from, m->mountpoint, NULL, MS_BIND, NULL) == 0) {
+		fs_root_alias_use(fs);
+	} else {
+		int bind_errno = errno;
+		fs_root_alias_arm(fs, false);
+		/* The stage is private, so the volume's own mount may move from it. */
+		if (mount(m->stage, m->mountpoint, NULL, MS_MOVE, NULL) == 0) {
+			fuse_log(FUSE_LOG_WARNING,
+				 "fusesched: cannot bind the volume's root at '%s' (%s): mounted as it is; "
+				 "callers who do not own the root ask for its ACL at every path walk\n",
+				 m->mountpoint, strerror(bind_errno));
+		} else {
+			r = -errno;
+			snprintf(err, err_bytes, "cannot bind the volume at '%s' (%s) nor move it there (%s)",
+				 m->mountpoint, strerror(bind_errno), strerror(-r));
+		}
+	}
+	fs_root_alias_arm(fs, false);
+	if (r == 0) {
+		m->published = true;
+		stage_remove(m->stage); /* the staging mount, then the stage's own bind */
+	}
+	return r;
+}
+
+void mountroot_unmount(struct mountroot *m, struct fuse_session *se)
+{
+	if (!m->published) {
+		if (se)
+			fuse_session_unmount(se);
+		if (m->stage[0])
+			stage_remove(m->stage);
+		return;
+	}
+	/* Ended by the kernel (unmounted from outside): the mountpoint may be another mount's by now. */
+	struct pollfd p = {.fd = fuse_session_fd(se)};
+	bool ended = poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+	/* libfuse closes the device, then unmounts where it mounted: the stage, which holds
+	 * nothing now, so something is put there for it. */
+	stage_remove(m->stage);
+	bool placeholder = mkdir(m->stage, 0700) == 0 &&
+			   mount(m->stage, m->stage, NULL, MS_BIND, NULL) == 0;
+	if (placeholder) {
+		fuse_session_unmount(se);
+		stage_remove(m->stage);
+	} else {
+		(void)rmdir(m->stage);
+		fuse_session_unmount(se);
+	}
+	if (!ended)
+		(void)umount2(m->mountpoint, MNT_DETACH);
+}
