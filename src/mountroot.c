@@ -1,4 +1,8 @@
-/* Where the volume is mounted from (mountroot.h): staging, publishing, unmounting. */
+/*
+ * Where the volume is mounted from (mountroot.h): staging, publishing,
+ * unmounting. mount(2) ignores the source and type of binds, moves and
+ * propagation changes; valgrind checks they are strings, so "none".
+ */
 #include "fusesched/mountroot.h"
 
 #include "fusesched/ctl.h"
@@ -43,9 +47,9 @@ const char *mountroot_prepare(struct mountroot *m, const char *mountpoint)
 		;
 	/* Private: the volume on it must not appear in other mount namespaces (a
 	 * copy there would outlive the unmount at the mountpoint). */
-	if (mount(m->stage, m->stage, NULL, MS_BIND, NULL) < 0)
+	if (mount(m->stage, m->stage, "none", MS_BIND, NULL) < 0)
 		goto no_stage;
-	if (mount(NULL, m->stage, NULL, MS_PRIVATE, NULL) < 0) {
+	if (mount("none", m->stage, "none", MS_PRIVATE, NULL) < 0) {
 		stage_remove(m->stage);
 		goto no_stage;
 	}
@@ -63,13 +67,13 @@ int mountroot_publish(struct mountroot *m, struct fs *fs, char *err, size_t err_
 	snprintf(from, sizeof(from), "%s/%s", m->stage, FS_ROOT_ALIAS_NAME);
 	fs_root_alias_arm(fs, true);
 	int r = 0;
-	if (mount(from, m->mountpoint, NULL, MS_BIND, NULL) == 0) {
+	if (mount(from, m->mountpoint, "none", MS_BIND, NULL) == 0) {
 		fs_root_alias_use(fs);
 	} else {
 		int bind_errno = errno;
 		fs_root_alias_arm(fs, false);
 		/* The stage is private, so the volume's own mount may move from it. */
-		if (mount(m->stage, m->mountpoint, NULL, MS_MOVE, NULL) == 0) {
+		if (mount(m->stage, m->mountpoint, "none", MS_MOVE, NULL) == 0) {
 			fuse_log(FUSE_LOG_WARNING,
 				 "fusesched: cannot bind the volume's root at '%s' (%s): mounted as it is; "
 				 "callers who do not own the root ask for its ACL at every path walk\n",
@@ -104,7 +108,7 @@ void mountroot_unmount(struct mountroot *m, struct fuse_session *se)
 	 * nothing now, so something is put there for it. */
 	stage_remove(m->stage);
 	bool placeholder = mkdir(m->stage, 0700) == 0 &&
-			   mount(m->stage, m->stage, NULL, MS_BIND, NULL) == 0;
+			   mount(m->stage, m->stage, "none", MS_BIND, NULL) == 0;
 	if (placeholder) {
 		fuse_session_unmount(se);
 		stage_remove(m->stage);
