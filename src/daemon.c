@@ -466,7 +466,7 @@ static void daemon_started(const char *mountpoint, const char *error)
 struct publisher {
 	pthread_t thread;
 	bool started;
-	atomic_bool failed, done, stopping;
+	atomic_bool done, stopping;
 	struct mountroot *root;
 	struct fs *fs;
 };
@@ -477,7 +477,6 @@ static void *publish(void *arg)
 	char err[512];
 	if (mountroot_publish(p->root, p->fs, err, sizeof(err)) < 0) {
 		fuse_log(FUSE_LOG_ERR, "fusesched: %s\n", err);
-		atomic_store(&p->failed, true);
 		daemon_started(p->root->mountpoint, err);
 		if (!atomic_load(&p->stopping))
 			kill(getpid(), SIGTERM); /* ends the loop as a stop does */
@@ -795,7 +794,7 @@ int daemon_run(const struct daemon_options *o)
 	/* A positive result is the signal that ended the loop: a clean stop. */
 	status = fuse_session_loop_mt(se, loop) < 0 ? 1 : 0;
 	publisher_finish(&pub, se);
-	if (atomic_load(&pub.failed) || (root.stage[0] && !root.published))
+	if (root.stage[0] && !root.published) /* stopped, or failed, before it was served */
 		status = 1;
 	fs_unwatch_backing(fs);
 	daemon_notify("STOPPING=1\nSTATUS=draining and unmounting");

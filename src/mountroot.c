@@ -16,11 +16,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Detaches whatever is mounted on the stage (its own bind, the volume on it), then removes it. */
-static void stage_remove(const char *stage)
+/* Detaches whatever is mounted on the stage (the volume, its own bind under it). */
+static void stage_detach(const char *stage)
 {
 	while (umount2(stage, MNT_DETACH) == 0)
 		;
+}
+
+static void stage_remove(const char *stage)
+{
+	stage_detach(stage);
 	(void)rmdir(stage);
 }
 
@@ -43,8 +48,7 @@ const char *mountroot_prepare(struct mountroot *m, const char *mountpoint)
 	if ((mkdir(m->stage, 0700) < 0 && errno != EEXIST) || lstat(m->stage, &st) < 0 ||
 	    !S_ISDIR(st.st_mode))
 		goto no_stage;
-	while (umount2(m->stage, MNT_DETACH) == 0)
-		;
+	stage_detach(m->stage);
 	/* Private: the volume on it must not appear in other mount namespaces (a
 	 * copy there would outlive the unmount at the mountpoint). */
 	if (mount(m->stage, m->stage, "none", MS_BIND, NULL) < 0)
@@ -71,7 +75,6 @@ int mountroot_publish(struct mountroot *m, struct fs *fs, char *err, size_t err_
 		fs_root_alias_use(fs);
 	} else {
 		int bind_errno = errno;
-		fs_root_alias_arm(fs, false);
 		/* The stage is private, so the volume's own mount may move from it. */
 		if (mount(m->stage, m->mountpoint, "none", MS_MOVE, NULL) == 0) {
 			fuse_log(FUSE_LOG_WARNING,
@@ -104,18 +107,13 @@ void mountroot_unmount(struct mountroot *m, struct fuse_session *se)
 	/* Ended by the kernel (unmounted from outside): the mountpoint may be another mount's by now. */
 	struct pollfd p = {.fd = fuse_session_fd(se)};
 	bool ended = poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
-	/* libfuse closes the device, then unmounts where it mounted: the stage, which holds
-	 * nothing now, so something is put there for it. */
+	/* libfuse closes the device, then unmounts where it mounted: the stage, gone since
+	 * the volume was published, so a bind of it is put there for libfuse to remove (it
+	 * is left when libfuse finds the connection ended, and removed here either way). */
+	if (mkdir(m->stage, 0700) == 0)
+		(void)mount(m->stage, m->stage, "none", MS_BIND, NULL);
+	fuse_session_unmount(se);
 	stage_remove(m->stage);
-	bool placeholder = mkdir(m->stage, 0700) == 0 &&
-			   mount(m->stage, m->stage, "none", MS_BIND, NULL) == 0;
-	if (placeholder) {
-		fuse_session_unmount(se);
-		stage_remove(m->stage);
-	} else {
-		(void)rmdir(m->stage);
-		fuse_session_unmount(se);
-	}
 	if (!ended)
 		(void)umount2(m->mountpoint, MNT_DETACH);
 }
