@@ -127,6 +127,7 @@ void sched_bfq_weight_drop(struct sched *s, struct sched_queue *q)
 	if (!q->weighed || queue_busy(q) || q->depth == QUEUE_AWAY || q == s->in_service)
 		return;
 	q->weighed = false;
+	sched_wf2q_remove(&s->wq, &q->ent); /* resting */
 	s->wq.wsum -= q->ent.weight;
 	sched_tree_deactivate(s, &q->node);
 	sched_depth_short_update(s, q);
@@ -136,6 +137,7 @@ void sched_bfq_weight_drop(struct sched *s, struct sched_queue *q)
  * passed it; the service it missed meanwhile is owed to it. */
 static void queue_activate(struct sched *s, struct sched_queue *q, bool back)
 {
+	sched_wf2q_remove(&s->wq, &q->ent); /* resting */
 	queue_weight_add(s, q);
 	/* An emptied queue keeps its finish until V passes it: no gain from
 	 * going idle and coming back. */
@@ -259,9 +261,13 @@ struct sched_req *sched_bfq_take(struct sched *s, struct sched_queue *q, int kin
 			 * own, it was charged for what it used (queue_charge moved
 			 * its start); the budget its finish reserved for a slice it
 			 * never had is not its debt, or each such visit would cost
-			 * a whole budget of virtual time. */
+			 * a whole budget of virtual time. It rests there until its
+			 * next request or its last completion: V does not jump past
+			 * it, or light queues waiting behind it would be served
+			 * again and again while its requests are out. */
 			sched_wf2q_remove(&s->wq, &q->ent);
 			q->ent.finish_vt = q->ent.start_vt;
+			sched_wf2q_rest(&s->wq, &q->ent);
 		}
 		else if (queue_deep(q) && q->last_sync)
 			s->slice.state = SLICE_HOLDING;

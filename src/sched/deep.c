@@ -137,8 +137,10 @@ static void away_begin(struct sched *s, struct sched_queue *q, uint64_t now_ns)
 {
 	/* The in-service queue is parked when its slice ends (queue_expire):
 	 * its finish is settled only then. */
-	if (q != s->in_service)
+	if (q != s->in_service) {
+		sched_wf2q_remove(&s->wq, &q->ent); /* resting */
 		sched_wf2q_park(&s->wq, &q->ent);
+	}
 	deep_set(s, q, QUEUE_AWAY);
 	q->away_until_ns = now_ns + s->p.away_window_ns;
 	sched_list_add_tail(&s->away_queues, &q->away_link);

@@ -119,6 +119,11 @@ void sched_wf2q_park(struct wf2q *w, struct wf2q_entity *e)
 	heap_push(&w->heap[WF2Q_PARKED], e, WF2Q_PARKED);
 }
 
+void sched_wf2q_rest(struct wf2q *w, struct wf2q_entity *e)
+{
+	heap_push(&w->heap[WF2Q_RESTING], e, WF2Q_RESTING);
+}
+
 void sched_wf2q_remove(struct wf2q *w, struct wf2q_entity *e)
 {
 	if (e->heap_pos < 0)
@@ -130,10 +135,10 @@ void sched_wf2q_reposition(struct wf2q *w, struct wf2q_entity *e)
 {
 	if (e->heap_pos < 0)
 		return;
-	bool parked = e->heap_which == WF2Q_PARKED;
+	int which = e->heap_which;
 	sched_wf2q_remove(w, e);
-	if (parked)
-		sched_wf2q_park(w, e);
+	if (which == WF2Q_PARKED || which == WF2Q_RESTING)
+		heap_push(&w->heap[which], e, which);
 	else
 		sched_wf2q_insert(w, e);
 }
@@ -176,9 +181,11 @@ void sched_wf2q_catch_up(struct wf2q *w)
 	if (sched_wf2q_peek(w, WF2Q_ELIGIBLE) || !wait)
 		return;
 	uint64_t vt = wait->start_vt;
-	const struct wf2q_entity *park = sched_wf2q_peek(w, WF2Q_PARKED);
-	if (park && sched_wf2q_before(park->finish_vt, vt))
-		vt = park->finish_vt;
+	for (int which = WF2Q_PARKED; which <= WF2Q_RESTING; which++) {
+		const struct wf2q_entity *kept = sched_wf2q_peek(w, which);
+		if (kept && sched_wf2q_before(kept->finish_vt, vt))
+			vt = kept->finish_vt;
+	}
 	if (sched_wf2q_before(w->vtime, vt)) {
 		w->vtime = vt;
 		wf2q_migrate(w);
@@ -187,7 +194,7 @@ void sched_wf2q_catch_up(struct wf2q *w)
 
 bool sched_wf2q_owed(const struct wf2q *w, const struct wf2q_entity *e)
 {
-	if (e->heap_pos < 0 || e->heap_which == WF2Q_PARKED)
+	if (e->heap_pos < 0 || e->heap_which >= WF2Q_PARKED)
 		return false;
 	return e->heap_which == WF2Q_ELIGIBLE || sched_wf2q_ahead_ok(w, e);
 }

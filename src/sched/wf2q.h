@@ -24,12 +24,15 @@ struct wf2q_entity {
 	uint64_t id;		/* tie-break, so the order is total and testable */
 	uint32_t weight;
 	int32_t heap_pos;	/* -1: in no heap */
-	uint8_t heap_which;	/* WF2Q_ELIGIBLE, WF2Q_WAITING or WF2Q_PARKED */
+	uint8_t heap_which;	/* WF2Q_ELIGIBLE, WF2Q_WAITING, WF2Q_PARKED or WF2Q_RESTING */
 };
 
 /* Parked: nothing to serve now, but its place is kept (ordered by finish):
- * V does not jump past it when nobody is eligible. */
-enum { WF2Q_ELIGIBLE, WF2Q_WAITING, WF2Q_PARKED, WF2Q_NHEAPS };
+ * V does not jump past it when nobody is eligible, and others run at most a
+ * slice of their own ahead of it. Resting: nothing queued, requests still
+ * at the store (ordered by finish): V does not jump past it either, but
+ * nobody is held back for it. */
+enum { WF2Q_ELIGIBLE, WF2Q_WAITING, WF2Q_PARKED, WF2Q_RESTING, WF2Q_NHEAPS };
 
 struct wf2q_heap {
 	struct wf2q_entity **v;
@@ -56,6 +59,7 @@ static inline int sched_wf2q_before(uint64_t a, uint64_t b)
 }
 void sched_wf2q_insert(struct wf2q *w, struct wf2q_entity *e);
 void sched_wf2q_park(struct wf2q *w, struct wf2q_entity *e);
+void sched_wf2q_rest(struct wf2q *w, struct wf2q_entity *e);
 void sched_wf2q_remove(struct wf2q *w, struct wf2q_entity *e);
 /* After e's tags changed. */
 void sched_wf2q_reposition(struct wf2q *w, struct wf2q_entity *e);
@@ -70,7 +74,7 @@ bool sched_wf2q_ahead_ok(const struct wf2q *w, const struct wf2q_entity *e);
  * thus stays bounded. */
 bool sched_wf2q_early_ok(const struct wf2q *w, const struct wf2q_entity *e);
 /* WF2Q+: virtual time never waits for nobody. If none is eligible, V jumps
- * to the smallest start, but not past a parked entity's finish. */
+ * to the smallest start, but not past a parked or resting entity's finish. */
 void sched_wf2q_catch_up(struct wf2q *w);
 /* e is in the eligible heap, or waiting at most one slice of its own ahead
  * of V: serving it now keeps its lead over its share bounded. */
