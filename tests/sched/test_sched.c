@@ -1612,6 +1612,38 @@ START_TEST(s6_engine_matches_reference)
 }
 END_TEST
 
+/* A resting entity (nothing queued, requests still at the store) stops V's
+ * catch-up at its finish, as a parked one does, but holds nobody back: the
+ * waiting entity is served although V has not reached its start, where a
+ * parked entity in the same place would keep it waiting. Once it leaves,
+ * V jumps to the waiting start. */
+START_TEST(s6_resting_entity_holds_v_not_the_others)
+{
+	struct wf2q w;
+	sched_wf2q_init(&w);
+	ck_assert_int_eq(sched_wf2q_reserve(&w, 4), 0);
+	struct wf2q_entity kept = {.id = 1, .heap_pos = -1, .weight = 4096,
+				   .start_vt = 100, .finish_vt = 100};
+	struct wf2q_entity waiting = {.id = 2, .heap_pos = -1, .weight = 4096,
+				      .start_vt = 1000, .finish_vt = 1010};
+	w.vtime = 50;
+	sched_wf2q_rest(&w, &kept);
+	sched_wf2q_insert(&w, &waiting);
+	ck_assert_ptr_eq(sched_wf2q_select(&w), &waiting);
+	ck_assert_uint_eq(w.vtime, 100);
+	ck_assert(!sched_wf2q_owed(&w, &kept));
+	/* parked in the same place, it holds the waiting one back */
+	sched_wf2q_remove(&w, &kept);
+	sched_wf2q_park(&w, &kept);
+	ck_assert_ptr_null(sched_wf2q_select(&w));
+	sched_wf2q_remove(&w, &kept);
+	sched_wf2q_catch_up(&w);
+	ck_assert_uint_eq(w.vtime, 1000);
+	ck_assert_ptr_eq(sched_wf2q_select(&w), &waiting);
+	sched_wf2q_destroy(&w);
+}
+END_TEST
+
 /* Random enqueue/dispatch/complete/weight-change/remove sequences: every
  * request is dispatched exactly once and completed, bounds always hold.
  * With tree, queues and groups also move, groups are reweighted, removed
@@ -1843,6 +1875,7 @@ int main(void)
 	tcase_add_test(tc, cap_shares_what_short_tenants_leave);
 	tcase_add_test(tc, reserve_keeps_a_slot_for_a_light_tenant);
 	tcase_add_test(tc, s6_engine_matches_reference);
+	tcase_add_test(tc, s6_resting_entity_holds_v_not_the_others);
 	tcase_add_test(tc, s6_random_sequences_consistent);
 	tcase_add_test(tc, tree_shares_by_weight_among_siblings);
 	tcase_add_test(tc, tree_group_share_divided_among_active);
