@@ -20,6 +20,7 @@
  * and, once the kernel walks it, a notification about the root names it.
  */
 #include "fs_internal.h"
+#include "fusesched/clock.h"
 
 #include <errno.h>
 #include <linux/fuse.h>
@@ -163,8 +164,8 @@ static void run_deferred(void *arg)
  * into a buffer that can wait in a queue. The request's head goes to
  * libfuse's buffer as usual; anything else that spills into the spare is
  * copied back behind it. A worker keeps a spare while it reads large
- * writes and gives it back after SPARE_IDLE_READS reads without one, so
- * workers that serve only metadata hold no payload memory.
+ * writes and gives it back once IDLE_RELEASE_NS passed without one, so
+ * workers that serve only other requests hold no payload memory.
  *
  * A worker waiting in read for the next request keeps what it holds, and
  * after a flood every worker libfuse started waits: their spares, and
@@ -177,17 +178,23 @@ static void run_deferred(void *arg)
  * and waits again holding nothing. The timer is disarmed right after the
  * read returns, so its signal can only interrupt that read: one that fires
  * as the read returns is delivered on the disarm's return. Workers that
- * hold nothing (small requests) arm nothing and pay nothing.
+ * hold nothing (small requests) arm nothing and pay nothing. A busy worker
+ * never waits a whole IDLE_RELEASE_NS: the kernel wakes the worker that
+ * has waited longest, so a trickle of small requests keeps every worker
+ * reading now and then. So a worker that reads a small request
+ * IDLE_RELEASE_NS after its last large write gives back the same between
+ * requests; kept, 64 workers' spares stayed resident under any small
+ * load after a flood, and the timer's two system calls on each read cost
+ * a depth-1 reader about a tenth of the daemon's CPU per request.
  */
 #define PAYLOAD_HEAD_BYTES (sizeof(struct fuse_in_header) + sizeof(struct fuse_write_in))
 #define HANDOVER_MIN_BYTES (128u << 10) /* smaller payloads are cheaper copied than kept in a spare */
-#define SPARE_IDLE_READS 64u
 #define BUF_KEPT_BYTES (64u << 10)      /* of libfuse's buffer, kept resident while waiting */
 #define IDLE_RELEASE_NS 1000000000l
 
 static _Thread_local void *spare;
 static _Thread_local bool spare_wanted;
-static _Thread_local unsigned spare_idle_reads;
+static _Thread_local uint64_t last_large_write_ns;
 static _Thread_local void *payload;     /* the current write's, until fs_channel_take_payload */
 static _Thread_local size_t payload_bytes;
 static _Thread_local size_t buf_touched_bytes; /* of libfuse's buffer, since last dropped */
@@ -257,19 +264,42 @@ static void spare_drop(struct datapath *dp)
 	dp->payload_put(dp, spare);
 	spare = NULL;
 	spare_wanted = false;
-	spare_idle_reads = 0;
 }
 
-/* Waited a whole IDLE_RELEASE_NS: give back the spare and the buffer's pages. */
-static void release_idle(struct datapath *dp, char *buf, size_t buf_bytes)
+/* The pages of libfuse's buffer past BUF_KEPT_BYTES go back; nothing there may be in use. */
+static void drop_buf_pages(char *buf, size_t buf_bytes)
 {
-	spare_drop(dp);
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t from = ((uintptr_t)buf + BUF_KEPT_BYTES + page - 1) & ~(page - 1);
 	uintptr_t to = ((uintptr_t)buf + buf_bytes) & ~(page - 1);
 	if (to > from)
 		(void)madvise((void *)from, to - from, MADV_DONTNEED);
 	buf_touched_bytes = 0;
+}
+
+/* Waited a whole IDLE_RELEASE_NS: give back the spare and the buffer's pages. */
+static void release_idle(struct datapath *dp, char *buf, size_t buf_bytes)
+{
+	spare_drop(dp);
+	drop_buf_pages(buf, buf_bytes);
+}
+
+/* A request of n bytes that was no large write, now in buf: what the
+ * worker holds for large writes goes back once none came for
+ * IDLE_RELEASE_NS, and its reads go untimed again. */
+static void small_request_read(struct datapath *dp, char *buf, size_t buf_bytes, size_t n)
+{
+	if (!spare && buf_touched_bytes <= BUF_KEPT_BYTES)
+		return;
+	if (clock_now_ns() - last_large_write_ns < (uint64_t)IDLE_RELEASE_NS)
+		return;
+	if (spare)
+		spare_drop(dp);
+	spare_wanted = false;
+	if (n <= BUF_KEPT_BYTES && buf_touched_bytes > BUF_KEPT_BYTES) {
+		drop_buf_pages(buf, buf_bytes);
+		buf_touched_bytes = n;
+	}
 }
 
 const void *fs_channel_take_payload(size_t bytes)
@@ -332,12 +362,19 @@ again:
 			buf_touched_bytes = (size_t)n;
 		const struct fuse_in_header *h = (const void *)buf;
 		if (dp->payload_get && n >= (ssize_t)(PAYLOAD_HEAD_BYTES + HANDOVER_MIN_BYTES) &&
-		    h->opcode == FUSE_WRITE)
+		    h->opcode == FUSE_WRITE) {
 			spare_wanted = true; /* from the next read on */
+			last_large_write_ns = clock_now_ns();
+		} else if (n > 0) {
+			small_request_read(dp, buf, buf_bytes, (size_t)n);
+		}
 		return n;
 	}
-	if (n <= (ssize_t)PAYLOAD_HEAD_BYTES)
+	if (n <= (ssize_t)PAYLOAD_HEAD_BYTES) {
+		if (n > 0)
+			small_request_read(dp, buf, buf_bytes, (size_t)n);
 		return n;
+	}
 	size_t spilled = (size_t)n - PAYLOAD_HEAD_BYTES;
 	const struct fuse_in_header *h = (const void *)buf;
 	const struct fuse_write_in *w = (const void *)(h + 1);
@@ -345,14 +382,13 @@ again:
 		payload = spare;
 		payload_bytes = spilled;
 		spare = NULL;
-		spare_idle_reads = 0;
+		last_large_write_ns = clock_now_ns();
 		return n;
 	}
 	memcpy(buf + PAYLOAD_HEAD_BYTES, spare, spilled < spare_bytes() ? spilled : spare_bytes());
 	if ((size_t)n > buf_touched_bytes)
 		buf_touched_bytes = (size_t)n;
-	if (++spare_idle_reads >= SPARE_IDLE_READS)
-		spare_drop(dp);
+	small_request_read(dp, buf, buf_bytes, (size_t)n);
 	return n;
 }
 

@@ -43,8 +43,12 @@
  */
 #ifdef FUSESCHED_SANITIZED
 #define RSS_AFTER_FLOOD_SLACK_KIB ((32 + 256) * 1024)
+#define RSS_BUSY_SLACK_KIB ((8 + 256) * 1024)
 #else
 #define RSS_AFTER_FLOOD_SLACK_KIB (32 * 1024)
+/* While small requests keep the workers busy after a flood: each held 2 MiB
+ * (about ten of libfuse's workers stay), given back it is under 2 MiB in all. */
+#define RSS_BUSY_SLACK_KIB (8 * 1024)
 #endif
 
 /* More child cgroups than the tenant table has ids (4096). */
@@ -311,6 +315,82 @@ static void stop_attacker_fio(pid_t fio)
 	kill(fio, SIGTERM);
 	ck_assert_int_eq(waitpid(fio, NULL, 0), fio);
 }
+
+/*
+ * A small read in a loop: pread of the 4 KiB file, direct, as the victim
+ * until killed; counts reads in *done.
+ */
+static pid_t spawn_small_reader(const struct test_mount *m, atomic_long *done)
+{
+	pid_t reader = fork();
+	ck_assert_int_ge(reader, 0);
+	if (reader == 0) {
+		ctl_test_become(group_victim, VICTIM_UID);
+		static char buf[4096] __attribute__((aligned(4096)));
+		int fd = open(test_mnt_path(m, "small"), O_RDONLY | O_DIRECT);
+		if (fd < 0)
+			_exit(1);
+		for (;;) {
+			if (pread(fd, buf, sizeof(buf), 0) != 4096)
+				_exit(2);
+			atomic_fetch_add(done, 1);
+		}
+	}
+	return reader;
+}
+
+/*
+ * The workers that read a write flood's 1 MiB payloads each keep a spare
+ * buffer and pages of libfuse's; a worker waiting a whole second gives them
+ * back. Small requests that keep coming wake every waiting worker in turn,
+ * so none waits a second: each gives back what it held for writes once a
+ * second passed without one, while it serves them.
+ */
+START_TEST(workers_busy_with_small_requests_give_back_their_write_buffers)
+{
+	struct test_mount m;
+	mount_attacker_and_victim(&m, "max_background=1024");
+	char attacker_dir[400];
+	make_attacker_dir(&m, attacker_dir, sizeof(attacker_dir));
+	make_small_file(&m);
+	long rss_before_kib = daemon_rss_kib(&m);
+	const char *flood[] = {"--rw=write", "--bs=1M", "--iodepth=512", "--numjobs=2", "--size=1G", NULL};
+	pid_t fio = spawn_attacker_fio(attacker_dir, flood);
+	int64_t queued = 0;
+	CTL_TEST_POLL((queued = ctl_test_tenant_u64(m.mnt, group_attacker, "queued")) > 100);
+	ck_assert_msg(queued > 100, "the flood never queued (queued %lld)", (long long)queued);
+	sleep(2);
+	stop_attacker_fio(fio);
+	long flood_kib = daemon_rss_kib(&m);
+
+	atomic_long *reads = mmap(NULL, sizeof(*reads), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(reads, MAP_FAILED);
+	pid_t readers[2] = {spawn_small_reader(&m, reads), spawn_small_reader(&m, reads)};
+	long rss_kib = daemon_rss_kib(&m), reads_at_check = 0;
+	for (int i = 0; i < 100 && rss_kib > rss_before_kib + RSS_BUSY_SLACK_KIB; i++) {
+		usleep(100000);
+		rss_kib = daemon_rss_kib(&m);
+	}
+	reads_at_check = atomic_load(reads);
+	usleep(200000);
+	long reads_after = atomic_load(reads);
+	fprintf(stderr, "isolation: daemon RSS %ld KiB before, %ld after the flood, %ld with small reads "
+		"(%ld reads)\n", rss_before_kib, flood_kib, rss_kib, reads_after);
+	/* The readers were still at it: the workers were kept busy, not idle. */
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(waitpid(readers[i], NULL, WNOHANG), 0);
+	ck_assert_int_gt(reads_after, reads_at_check);
+	ck_assert_int_gt(flood_kib, rss_before_kib + RSS_BUSY_SLACK_KIB);
+	ck_assert_int_le(rss_kib, rss_before_kib + RSS_BUSY_SLACK_KIB);
+	for (int i = 0; i < 2; i++) {
+		kill(readers[i], SIGKILL);
+		ck_assert_int_eq(waitpid(readers[i], NULL, 0), readers[i]);
+	}
+	munmap(reads, sizeof(*reads));
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
 
 /*
  * The fuse control directory of m's connection, opened through a private
@@ -691,6 +771,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, write_flood_does_not_stall_another_tenant_and_its_memory_returns);
+	tcase_add_test(tc, workers_busy_with_small_requests_give_back_their_write_buffers);
 	tcase_add_test(tc, kernel_queue_is_sized_in_bytes);
 	tcase_add_test(tc, a_slot_is_kept_for_a_tenant_that_comes_and_goes);
 	tcase_add_test(tc, cgroup_spray_leaves_a_configured_cgroup_its_weight);
