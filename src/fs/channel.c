@@ -181,11 +181,13 @@ static void run_deferred(void *arg)
  * hold nothing (small requests) arm nothing and pay nothing. A busy worker
  * never waits a whole IDLE_RELEASE_NS: the kernel wakes the worker that
  * has waited longest, so a trickle of small requests keeps every worker
- * reading now and then. So a worker that reads a small request
- * IDLE_RELEASE_NS after its last large write gives back the same between
- * requests; kept, 64 workers' spares stayed resident under any small
- * load after a flood, and the timer's two system calls on each read cost
- * a depth-1 reader about a tenth of the daemon's CPU per request.
+ * reading now and then. So a worker also gives back between requests
+ * what it has not needed for IDLE_RELEASE_NS: its spare a second after
+ * its last large write, its buffer's pages a second after the last
+ * request that filled them. Kept, the workers' spares stayed resident
+ * under any small load after a flood, and the timer's two system calls
+ * on each read cost a depth-1 reader about a tenth of the daemon's CPU
+ * per request.
  */
 #define PAYLOAD_HEAD_BYTES (sizeof(struct fuse_in_header) + sizeof(struct fuse_write_in))
 #define HANDOVER_MIN_BYTES (128u << 10) /* smaller payloads are cheaper copied than kept in a spare */
@@ -195,6 +197,7 @@ static void run_deferred(void *arg)
 static _Thread_local void *spare;
 static _Thread_local bool spare_wanted;
 static _Thread_local uint64_t last_large_write_ns;
+static _Thread_local uint64_t last_full_buf_ns; /* a request filled libfuse's buffer past BUF_KEPT_BYTES */
 static _Thread_local void *payload;     /* the current write's, until fs_channel_take_payload */
 static _Thread_local size_t payload_bytes;
 static _Thread_local size_t buf_touched_bytes; /* of libfuse's buffer, since last dropped */
@@ -284,22 +287,29 @@ static void release_idle(struct datapath *dp, char *buf, size_t buf_bytes)
 	drop_buf_pages(buf, buf_bytes);
 }
 
-/* A request of n bytes that was no large write, now in buf: what the
- * worker holds for large writes goes back once none came for
- * IDLE_RELEASE_NS, and its reads go untimed again. */
-static void small_request_read(struct datapath *dp, char *buf, size_t buf_bytes, size_t n)
+/* A request of n bytes, now in buf; large_write: its payload is one a spare
+ * is kept for. What the worker holds goes back once it was not needed for
+ * IDLE_RELEASE_NS: the spare a second after the last large write, the
+ * buffer's pages past BUF_KEPT_BYTES a second after the last request that
+ * filled them; and its reads go untimed again. */
+static void request_read(struct datapath *dp, char *buf, size_t buf_bytes, size_t n,
+			 bool large_write)
 {
-	if (!spare && buf_touched_bytes <= BUF_KEPT_BYTES)
-		return;
-	if (clock_now_ns() - last_large_write_ns < (uint64_t)IDLE_RELEASE_NS)
-		return;
-	if (spare)
+	uint64_t now_ns = 0;
+	if (large_write)
+		last_large_write_ns = now_ns = clock_now_ns();
+	else if (spare && (now_ns = clock_now_ns()) - last_large_write_ns >= (uint64_t)IDLE_RELEASE_NS)
 		spare_drop(dp);
-	spare_wanted = false;
-	if (n <= BUF_KEPT_BYTES && buf_touched_bytes > BUF_KEPT_BYTES) {
-		drop_buf_pages(buf, buf_bytes);
-		buf_touched_bytes = n;
+	if (n > BUF_KEPT_BYTES) {
+		last_full_buf_ns = now_ns ? now_ns : clock_now_ns();
+		return;
 	}
+	if (buf_touched_bytes <= BUF_KEPT_BYTES)
+		return;
+	if ((now_ns ? now_ns : clock_now_ns()) - last_full_buf_ns < (uint64_t)IDLE_RELEASE_NS)
+		return;
+	drop_buf_pages(buf, buf_bytes);
+	buf_touched_bytes = n;
 }
 
 const void *fs_channel_take_payload(size_t bytes)
@@ -361,18 +371,18 @@ again:
 		if (n > 0 && (size_t)n > buf_touched_bytes)
 			buf_touched_bytes = (size_t)n;
 		const struct fuse_in_header *h = (const void *)buf;
-		if (dp->payload_get && n >= (ssize_t)(PAYLOAD_HEAD_BYTES + HANDOVER_MIN_BYTES) &&
-		    h->opcode == FUSE_WRITE) {
+		bool large_write = dp->payload_get &&
+				   n >= (ssize_t)(PAYLOAD_HEAD_BYTES + HANDOVER_MIN_BYTES) &&
+				   h->opcode == FUSE_WRITE;
+		if (large_write)
 			spare_wanted = true; /* from the next read on */
-			last_large_write_ns = clock_now_ns();
-		} else if (n > 0) {
-			small_request_read(dp, buf, buf_bytes, (size_t)n);
-		}
+		if (n > 0)
+			request_read(dp, buf, buf_bytes, (size_t)n, large_write);
 		return n;
 	}
 	if (n <= (ssize_t)PAYLOAD_HEAD_BYTES) {
 		if (n > 0)
-			small_request_read(dp, buf, buf_bytes, (size_t)n);
+			request_read(dp, buf, buf_bytes, (size_t)n, false);
 		return n;
 	}
 	size_t spilled = (size_t)n - PAYLOAD_HEAD_BYTES;
@@ -382,13 +392,13 @@ again:
 		payload = spare;
 		payload_bytes = spilled;
 		spare = NULL;
-		last_large_write_ns = clock_now_ns();
+		request_read(dp, buf, buf_bytes, (size_t)n, true);
 		return n;
 	}
 	memcpy(buf + PAYLOAD_HEAD_BYTES, spare, spilled < spare_bytes() ? spilled : spare_bytes());
 	if ((size_t)n > buf_touched_bytes)
 		buf_touched_bytes = (size_t)n;
-	small_request_read(dp, buf, buf_bytes, (size_t)n);
+	request_read(dp, buf, buf_bytes, (size_t)n, false);
 	return n;
 }
 
