@@ -217,6 +217,27 @@ static long daemon_rss_kib(const struct test_mount *m)
 }
 
 /*
+ * A mount for a 1 MiB write flood, with the largest backlog the kernel lets
+ * in (1024 writes of 1 MiB), the attacker's directory (its path in dir) and
+ * the victim's small file; returns the daemon's RSS before the flood.
+ */
+static long mount_for_write_flood(struct test_mount *m, char *dir, size_t dir_bytes)
+{
+	mount_attacker_and_victim(m, "max_background=1024");
+	make_attacker_dir(m, dir, dir_bytes);
+	make_small_file(m);
+	return daemon_rss_kib(m);
+}
+
+/* The flood is on: hundreds of the attacker's writes are queued in the daemon. */
+static void wait_for_flood_queued(const struct test_mount *m)
+{
+	int64_t queued = 0;
+	CTL_TEST_POLL((queued = ctl_test_tenant_u64(m->mnt, group_attacker, "queued")) > 100);
+	ck_assert_msg(queued > 100, "the flood never queued (queued %lld)", (long long)queued);
+}
+
+/*
  * Direct 1 MiB writes from aio at depth 1024 by a weight-10 tenant: the
  * daemon holds its backlog as queued requests and keeps reading
  * /dev/fuse, so a weight-100 tenant's lookups and reads are served while
@@ -226,12 +247,8 @@ static long daemon_rss_kib(const struct test_mount *m)
 START_TEST(write_flood_does_not_stall_another_tenant_and_its_memory_returns)
 {
 	struct test_mount m;
-	/* The largest backlog the kernel lets in: 1024 writes of 1 MiB. */
-	mount_attacker_and_victim(&m, "max_background=1024");
 	char attacker_dir[400];
-	make_attacker_dir(&m, attacker_dir, sizeof(attacker_dir));
-	make_small_file(&m);
-	long rss_before_kib = daemon_rss_kib(&m);
+	long rss_before_kib = mount_for_write_flood(&m, attacker_dir, sizeof(attacker_dir));
 	ck_assert_int_gt(rss_before_kib, 0);
 
 	pid_t fio = fork();
@@ -246,10 +263,7 @@ START_TEST(write_flood_does_not_stall_another_tenant_and_its_memory_returns)
 		       "--time_based", runtime, "--output=/dev/null", (char *)NULL);
 		_exit(127);
 	}
-	/* The flood is on: hundreds of the attacker's writes are queued in the daemon. */
-	int64_t queued = 0;
-	CTL_TEST_POLL((queued = ctl_test_tenant_u64(m.mnt, group_attacker, "queued")) > 100);
-	ck_assert_msg(queued > 100, "the flood never queued (queued %lld)", (long long)queued);
+	wait_for_flood_queued(&m);
 
 	atomic_int *probes_done = mmap(NULL, sizeof(*probes_done), PROT_READ | PROT_WRITE,
 				       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -349,16 +363,11 @@ static pid_t spawn_small_reader(const struct test_mount *m, atomic_long *done)
 START_TEST(workers_busy_with_small_requests_give_back_their_write_buffers)
 {
 	struct test_mount m;
-	mount_attacker_and_victim(&m, "max_background=1024");
 	char attacker_dir[400];
-	make_attacker_dir(&m, attacker_dir, sizeof(attacker_dir));
-	make_small_file(&m);
-	long rss_before_kib = daemon_rss_kib(&m);
+	long rss_before_kib = mount_for_write_flood(&m, attacker_dir, sizeof(attacker_dir));
 	const char *flood[] = {"--rw=write", "--bs=1M", "--iodepth=512", "--numjobs=2", "--size=1G", NULL};
 	pid_t fio = spawn_attacker_fio(attacker_dir, flood);
-	int64_t queued = 0;
-	CTL_TEST_POLL((queued = ctl_test_tenant_u64(m.mnt, group_attacker, "queued")) > 100);
-	ck_assert_msg(queued > 100, "the flood never queued (queued %lld)", (long long)queued);
+	wait_for_flood_queued(&m);
 	sleep(2);
 	stop_attacker_fio(fio);
 	long flood_kib = daemon_rss_kib(&m);
