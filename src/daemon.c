@@ -602,6 +602,7 @@ int daemon_run(const struct daemon_options *o)
 	if (!cfg)
 		return 2;
 	raise_nofile_limit();
+	(void)fs_channel_make_pipes();
 	drop_resource_capability();
 	/*
 	 * Creations apply the caller's umask in their own thread (creds.h); the

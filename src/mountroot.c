@@ -8,9 +8,12 @@
 #include "fusesched/ctl.h"
 #include "fusesched/fs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -29,6 +32,38 @@ static void stage_remove(const char *stage)
 	(void)rmdir(stage);
 }
 
+/*
+ * The stages of daemons of this mountpoint no longer running (killed while
+ * starting): prefix is "DIR/NAME.root.", each stage that and a pid.
+ */
+static void stale_stages_remove(const char *prefix)
+{
+	const char *slash = strrchr(prefix, '/');
+	if (!slash)
+		return;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - prefix), prefix);
+	const char *base = slash + 1;
+	size_t base_len = strlen(base);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));) {
+		if (strncmp(e->d_name, base, base_len) != 0)
+			continue;
+		char *end;
+		long pid = strtol(e->d_name + base_len, &end, 10);
+		if (end == e->d_name + base_len || *end || pid <= 0 || pid == (long)getpid() ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char path[PATH_MAX];
+		int n = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (n > 0 && (size_t)n < sizeof(path))
+			stage_remove(path);
+	}
+	closedir(d);
+}
+
 const char *mountroot_prepare(struct mountroot *m, const char *mountpoint)
 {
 	snprintf(m->mountpoint, sizeof(m->mountpoint), "%s", mountpoint);
@@ -41,10 +76,20 @@ const char *mountroot_prepare(struct mountroot *m, const char *mountpoint)
 	if (ctl_socket_path_for_mount(mountpoint, sock, sizeof(sock)) < 0 ||
 	    (len = strlen(sock)) < 5 || strcmp(sock + len - 5, ".sock") != 0)
 		return mountpoint;
-	snprintf(m->stage, sizeof(m->stage), "%.*s.root", (int)(len - 5), sock);
+	/*
+	 * Each daemon its own stage: one that is still unmounting its volume
+	 * clears its stage while the next daemon of the same mountpoint, started
+	 * as soon as the unmount returned, stages its own (`umount; mount`).
+	 * A daemon killed while starting leaves its stage to the next one.
+	 */
+	char prefix[PATH_MAX];
+	snprintf(prefix, sizeof(prefix), "%.*s.root.", (int)(len - 5), sock);
+	int n = snprintf(m->stage, sizeof(m->stage), "%s%ld", prefix, (long)getpid());
+	if (n < 0 || (size_t)n >= sizeof(m->stage))
+		goto no_stage;
 	(void)mkdir(CTL_SOCKET_DIR, 0755);
+	stale_stages_remove(prefix);
 	struct stat st;
-	/* A daemon killed while starting leaves its stage: taken over as it is. */
 	if ((mkdir(m->stage, 0700) < 0 && errno != EEXIST) || lstat(m->stage, &st) < 0 ||
 	    !S_ISDIR(st.st_mode))
 		goto no_stage;

@@ -122,6 +122,12 @@ const struct fuse_lowlevel_ops *fs_lowlevel_ops(void);
  * Call after fuse_session_mount, before the loop. 0 or -errno.
  */
 int fs_attach_channel(struct fs *fs, struct fuse_session *se);
+/*
+ * Makes the pipes the channel splices large buffered writes into, sized
+ * past fs.pipe-max-size: call while the process still has CAP_SYS_RESOURCE.
+ * Returns how many it made (none: writes are read, not spliced).
+ */
+unsigned fs_channel_make_pipes(void);
 
 /*
  * The mount's root as a node of its own (DESIGN section 7). The kernel makes

@@ -4,7 +4,7 @@
  * walks through it use the kernel's cached ACL (DESIGN section 7).
  *
  * As root, libfuse mounts on a staging directory beside the control
- * sockets (CTL_SOCKET_DIR/NAME.root), a private bind of itself so that
+ * sockets (CTL_SOCKET_DIR/NAME.root.PID), a private bind of itself so that
  * nothing of it propagates; once the session serves, the staging mount's
  * FS_ROOT_ALIAS_NAME is bound at the mountpoint and the staging mount is
  * detached, leaving one mount of the volume, at the mountpoint: unmounting

@@ -9,6 +9,7 @@
 #include "fusesched/tenant_queues.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <poll.h>
 #include <pthread.h>
@@ -96,6 +97,7 @@ struct engine_req {
 	void *buf;
 	/* A held write (see engine_submit): the payload stays in the worker's buffer. */
 	const void *held_data;
+	int payload_pipe_fd;       /* a write whose payload waits in its worker's pipe; -1: none */
 	sem_t *held_go;            /* posted by the reactor at dispatch */
 	int held_res;              /* -ENOMEM: the reactor refused it, the worker finishes it */
 	bool scheduled;            /* enqueued: the scheduler holds it until the reactor releases it */
@@ -462,6 +464,45 @@ static int transfer_in_worker(struct engine_req *er, void *buf)
 	return 0;
 }
 
+/* A piped payload read whole into buf (the pipe is the worker's own, so it
+ * holds the whole payload: a short read means the pipe is broken). */
+static int pipe_read_full(int fd, void *buf, size_t bytes)
+{
+	size_t got = 0;
+	while (got < bytes) {
+		ssize_t n = read(fd, (char *)buf + got, bytes - got);
+		if (n > 0)
+			got += (size_t)n;
+		else if (n < 0 && errno == EINTR)
+			continue;
+		else
+			return n < 0 ? -errno : -EIO;
+	}
+	return 0;
+}
+
+/*
+ * A piped payload spliced into the backing file: the backing filesystem
+ * copies it from the pages the kernel referenced into the pipe (for a
+ * buffered write, the FUSE file's own page cache), so the worker copies
+ * nothing. What a failed write leaves in the pipe, the channel drains.
+ */
+static int splice_in_worker(struct engine_req *er)
+{
+	while (er->done_bytes < er->size_bytes) {
+		loff_t off = (loff_t)(er->offset_bytes + er->done_bytes);
+		ssize_t n = splice(er->payload_pipe_fd, NULL, er->file->fd, &off,
+				   er->size_bytes - er->done_bytes, SPLICE_F_MOVE);
+		if (n > 0)
+			er->done_bytes += (uint64_t)n;
+		else if (n < 0 && errno == EINTR)
+			continue;
+		else
+			return n < 0 ? -errno : -EIO;
+	}
+	return 0;
+}
+
 /*
  * A write run by a FUSE worker runs as the file's opener, as the ring's do
  * (personality.h): allocation rules such as ext4's root reserve go by the
@@ -476,7 +517,7 @@ static int transfer_in_worker_as_opener(struct engine_req *er, void *buf)
 		if (r)
 			return r;
 	}
-	int res = transfer_in_worker(er, buf);
+	int res = !buf && er->payload_pipe_fd >= 0 ? splice_in_worker(er) : transfer_in_worker(er, buf);
 	if (switch_creds)
 		creds_leave();
 	return res;
@@ -552,8 +593,14 @@ static void run_solo(struct engine *e, struct engine_req *er, const void *write_
 				res = -ENOMEM;
 				break;
 			}
-			if (er->op == DATAPATH_WRITE)
+			if (er->op == DATAPATH_WRITE && er->payload_pipe_fd >= 0) {
+				res = pipe_read_full(er->payload_pipe_fd, er->buf, er->size_bytes);
+				er->payload_pipe_fd = -1;
+				if (res)
+					break;
+			} else if (er->op == DATAPATH_WRITE) {
 				memcpy(er->buf, write_data, er->size_bytes);
+			}
 		}
 		res = transfer_in_worker_as_opener(er, er->buf ? er->buf : (void *)write_data);
 		break;
@@ -588,6 +635,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	/* A payload read into one of our buffers is the request's from now on. */
 	if (r->op == DATAPATH_WRITE && r->write_owned)
 		er->buf = (void *)r->write_data;
+	er->payload_pipe_fd = r->op == DATAPATH_WRITE && r->write_piped ? r->write_pipe_fd : -1;
 	er->req = r->req;
 	er->op = r->op;
 	er->file = r->file;
@@ -638,7 +686,16 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 			finish(e, er, -ENOMEM);
 			return;
 		}
-		memcpy(er->buf, r->write_data, r->size_bytes);
+		int res = 0;
+		if (er->payload_pipe_fd >= 0)
+			res = pipe_read_full(er->payload_pipe_fd, er->buf, r->size_bytes);
+		else
+			memcpy(er->buf, r->write_data, r->size_bytes);
+		er->payload_pipe_fd = -1;
+		if (res) {
+			finish(e, er, res);
+			return;
+		}
 	}
 	push_to_reactor(e, &e->handoff, er);
 	if (held)

@@ -23,6 +23,7 @@
 #include "fusesched/clock.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/fuse.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -201,10 +203,109 @@ static _Thread_local uint64_t last_full_buf_ns; /* a request filled libfuse's bu
 static _Thread_local void *payload;     /* the current write's, until fs_channel_take_payload */
 static _Thread_local size_t payload_bytes;
 static _Thread_local size_t buf_touched_bytes; /* of libfuse's buffer, since last dropped */
+static _Thread_local int pipe_fds[2] = {-1, -1}; /* read end, write end; see splice_request */
+static _Thread_local bool splice_wanted;
+static _Thread_local size_t piped_bytes; /* the current write's payload in the pipe, until fs_channel_take_piped */
+static _Thread_local bool pipe_maybe_full; /* a payload was left there: what its write did not take is drained */
+static atomic_bool splice_refused;      /* the device cannot splice: read as before */
 static _Thread_local timer_t idle_timer;
 static _Thread_local bool idle_timer_made;
 static pthread_key_t worker_key;        /* gives a worker's buffers and timer back when it exits */
 static pthread_once_t worker_key_once = PTHREAD_ONCE_INIT;
+
+/*
+ * The pipes requests are spliced into (splice_request), made at start. One
+ * must take any request whole: the kernel fails a splice that the pipe
+ * cannot take whole only after it took the request off its queue, and that
+ * request would be lost. A request of the largest max_write comes in a
+ * page-sized piece per page, one more for a payload that does not start on
+ * a page and one for the head: more than fs.pipe-max-size (1 MiB), which
+ * only CAP_SYS_RESOURCE may exceed, and the daemon gives that up at start
+ * (daemon.c). So they are made before, and a worker takes one while it
+ * splices and gives it back. Without one a worker reads as before. A
+ * spliced payload saves its copy only where the worker writes it itself
+ * (solo, or held: at most max_held_writes at once); a queued one is read
+ * out of the pipe into an engine buffer. So PIPES_MAX is that many, and
+ * when descriptors run out they are the first given back, for good
+ * (fs_channel_give_up_pipes).
+ */
+#define PIPES_MAX 16
+static pthread_mutex_t pipes_lock = PTHREAD_MUTEX_INITIALIZER;
+static int pipes_free[PIPES_MAX][2];
+static unsigned pipes_free_count;
+static bool pipes_given_up;
+
+unsigned fs_channel_make_pipes(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t want = (FS_READ_MAX_BYTES / page + 3) * page;
+	pthread_mutex_lock(&pipes_lock);
+	while (pipes_free_count < PIPES_MAX) {
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) != 0)
+			break;
+		int got = fcntl(p[1], F_SETPIPE_SZ, (int)want);
+		if (got < 0 || (size_t)got < want) {
+			(void)close(p[0]);
+			(void)close(p[1]);
+			break;
+		}
+		memcpy(pipes_free[pipes_free_count++], p, sizeof(p));
+	}
+	unsigned made = pipes_free_count;
+	pthread_mutex_unlock(&pipes_lock);
+	return made;
+}
+
+/* This worker's pipe, broken: closed, not given back. */
+static void pipe_discard(void)
+{
+	if (pipe_fds[0] >= 0) {
+		(void)close(pipe_fds[0]);
+		(void)close(pipe_fds[1]);
+	}
+	pipe_fds[0] = pipe_fds[1] = -1;
+	piped_bytes = 0;
+	pipe_maybe_full = false;
+}
+
+/* This worker's pipe back to the others; only an empty one goes back. */
+static void pipe_close(void)
+{
+	int left = 0;
+	if (pipe_fds[0] < 0)
+		return;
+	if (ioctl(pipe_fds[0], FIONREAD, &left) != 0 || left > 0) {
+		pipe_discard();
+		return;
+	}
+	pthread_mutex_lock(&pipes_lock);
+	bool keep = !pipes_given_up && pipes_free_count < PIPES_MAX;
+	if (keep)
+		memcpy(pipes_free[pipes_free_count++], pipe_fds, sizeof(pipe_fds));
+	pthread_mutex_unlock(&pipes_lock);
+	if (!keep) {
+		pipe_discard();
+		return;
+	}
+	pipe_fds[0] = pipe_fds[1] = -1;
+	piped_bytes = 0;
+	pipe_maybe_full = false;
+}
+
+unsigned fs_channel_give_up_pipes(void)
+{
+	pthread_mutex_lock(&pipes_lock);
+	pipes_given_up = true;
+	unsigned closed = pipes_free_count;
+	while (pipes_free_count) {
+		pipes_free_count--;
+		(void)close(pipes_free[pipes_free_count][0]);
+		(void)close(pipes_free[pipes_free_count][1]);
+	}
+	pthread_mutex_unlock(&pipes_lock);
+	return closed;
+}
 
 static void give_back_buffers(void *unused)
 {
@@ -218,6 +319,7 @@ static void give_back_buffers(void *unused)
 	dp->payload_put(dp, spare);
 	dp->payload_put(dp, payload);
 	spare = payload = NULL;
+	pipe_close();
 }
 
 static void make_worker_key(void)
@@ -261,6 +363,36 @@ static bool idle_timer_set(long ns)
 	return timer_settime(idle_timer, 0, &when, NULL) == 0;
 }
 
+/* A pipe for this worker, if one is free. */
+static bool pipe_open(void)
+{
+	pthread_mutex_lock(&pipes_lock);
+	bool got = pipes_free_count > 0;
+	if (got)
+		memcpy(pipe_fds, pipes_free[--pipes_free_count], sizeof(pipe_fds));
+	pthread_mutex_unlock(&pipes_lock);
+	if (got)
+		worker_state_taken();
+	return got;
+}
+
+/* n bytes of the request in the pipe into buf; false: the pipe failed. */
+static bool pipe_take(char *buf, size_t n)
+{
+	while (n) {
+		ssize_t got = read(pipe_fds[0], buf, n);
+		if (got > 0) {
+			buf += got;
+			n -= (size_t)got;
+		} else if (got < 0 && errno == EINTR) {
+			continue;
+		} else {
+			return false;
+		}
+	}
+	return true;
+}
+
 /* The worker stops keeping a spare until large writes come again. */
 static void spare_drop(struct datapath *dp)
 {
@@ -280,10 +412,18 @@ static void drop_buf_pages(char *buf, size_t buf_bytes)
 	buf_touched_bytes = 0;
 }
 
-/* Waited a whole IDLE_RELEASE_NS: give back the spare and the buffer's pages. */
+/* The worker stops splicing until large buffered writes come again. */
+static void splice_drop(void)
+{
+	pipe_close();
+	splice_wanted = false;
+}
+
+/* Waited a whole IDLE_RELEASE_NS: give back the spare, the pipe and the buffer's pages. */
 static void release_idle(struct datapath *dp, char *buf, size_t buf_bytes)
 {
 	spare_drop(dp);
+	splice_drop();
 	drop_buf_pages(buf, buf_bytes);
 }
 
@@ -296,10 +436,13 @@ static void request_read(struct datapath *dp, char *buf, size_t buf_bytes, size_
 			 bool large_write)
 {
 	uint64_t now_ns = 0;
-	if (large_write)
+	if (large_write) {
 		last_large_write_ns = now_ns = clock_now_ns();
-	else if (spare && (now_ns = clock_now_ns()) - last_large_write_ns >= (uint64_t)IDLE_RELEASE_NS)
+	} else if ((spare || pipe_fds[0] >= 0) &&
+		   (now_ns = clock_now_ns()) - last_large_write_ns >= (uint64_t)IDLE_RELEASE_NS) {
 		spare_drop(dp);
+		splice_drop();
+	}
 	if (n > BUF_KEPT_BYTES) {
 		last_full_buf_ns = now_ns ? now_ns : clock_now_ns();
 		return;
@@ -319,6 +462,82 @@ const void *fs_channel_take_payload(size_t bytes)
 		return NULL;
 	payload = NULL;
 	return p;
+}
+
+int fs_channel_take_piped(size_t bytes)
+{
+	if (!piped_bytes || piped_bytes != bytes)
+		return -1;
+	piped_bytes = 0;
+	return pipe_fds[0];
+}
+
+/* A write whose file was opened O_DIRECT: its payload must be aligned, so
+ * it is read into the spare, not spliced (the kernel would copy the
+ * caller's pages into the pipe anyway). */
+static bool write_is_direct(const struct fuse_write_in *w)
+{
+	return ((const struct fs_file *)(uintptr_t)w->fh)->data.direct;
+}
+
+/* A large write's payload: it is kept where it was read, not copied. */
+static bool is_large_write(const struct fuse_in_header *h, size_t n)
+{
+	return h->opcode == FUSE_WRITE && n >= PAYLOAD_HEAD_BYTES + HANDOVER_MIN_BYTES &&
+	       ((const struct fuse_write_in *)(h + 1))->size == n - PAYLOAD_HEAD_BYTES;
+}
+
+/* What the next reads take a large write's payload into: a pipe for a
+ * buffered one, the spare for a direct one. */
+static void large_write_read(const struct fuse_in_header *h)
+{
+	bool direct = write_is_direct((const struct fuse_write_in *)(h + 1));
+	splice_wanted = !direct && !atomic_load_explicit(&splice_refused, memory_order_relaxed);
+	spare_wanted = !splice_wanted;
+	if (!splice_wanted)
+		pipe_close(); /* empty: what was spliced was read back */
+}
+
+/*
+ * One request spliced from /dev/fuse into the worker's pipe. The kernel
+ * moves a buffered write's payload there as references to the FUSE file's
+ * page cache, so nobody copies it until the backing filesystem does, at the
+ * write (splice_in_worker, engine.c): read(2) copied a 1 MiB payload into
+ * the daemon first, about a third of the daemon's CPU for each buffered
+ * write. The head is read into buf; a large buffered write's payload stays
+ * in the pipe for the write to take (fs_channel_take_piped); anything else
+ * is read in behind the head, as read(2) would have left it. 0 with
+ * *retry: the request could not be taken out of the pipe and was answered
+ * EIO; read the next.
+ */
+static ssize_t splice_request(int fd, char *buf, size_t buf_bytes, bool *retry)
+{
+	*retry = false;
+	ssize_t n = splice(fd, NULL, pipe_fds[1], NULL, buf_bytes, 0);
+	if (n <= 0)
+		return n;
+	size_t head = (size_t)n < PAYLOAD_HEAD_BYTES ? (size_t)n : PAYLOAD_HEAD_BYTES;
+	const struct fuse_in_header *h = (const void *)buf;
+	if (pipe_take(buf, head)) {
+		if (is_large_write(h, (size_t)n) && !write_is_direct((const void *)(h + 1))) {
+			piped_bytes = (size_t)n - head;
+			pipe_maybe_full = true;
+			return n;
+		}
+		if (pipe_take(buf + head, (size_t)n - head))
+			return n;
+	}
+	/* Our own pipe failed us: the request is answered, never lost. */
+	if (head >= sizeof(*h)) {
+		struct fuse_out_header out = {.len = sizeof(out), .error = -EIO, .unique = h->unique};
+		(void)write(fd, &out, sizeof(out));
+	}
+	fuse_log(FUSE_LOG_ERR, "fusesched: a request could not be read back from its pipe: %s\n",
+		 strerror(errno));
+	pipe_discard();
+	splice_wanted = false;
+	*retry = true;
+	return 0;
 }
 
 /* A spare holds the most a FUSE_WRITE carries: the mount's max_write. */
@@ -344,6 +563,16 @@ static ssize_t read_into_spare(int fd, char *buf, size_t buf_bytes)
 static ssize_t read_request(struct datapath *dp, int fd, char *buf, size_t buf_bytes)
 {
 again:
+	if (pipe_maybe_full) { /* a payload its write did not take whole (it failed, or never ran) */
+		int left = 0;
+		if (ioctl(pipe_fds[0], FIONREAD, &left) != 0 ||
+		    (left > 0 && !pipe_take(buf, (size_t)left < buf_bytes ? (size_t)left : buf_bytes)))
+			pipe_discard();
+		piped_bytes = 0;
+		pipe_maybe_full = false;
+	}
+	if (splice_wanted && pipe_fds[0] < 0 && !pipe_open())
+		splice_wanted = false;
 	if (payload) { /* read, but its write never ran (libfuse answered it) */
 		if (!spare) {
 			spare = payload;
@@ -352,12 +581,17 @@ again:
 		}
 		payload = NULL;
 	}
-	if (spare_wanted && !spare && dp->payload_get && buf_bytes >= PAYLOAD_HEAD_BYTES + spare_bytes()) {
+	if (splice_wanted && spare)
+		spare_drop(dp);
+	else if (spare_wanted && !spare && dp->payload_get &&
+		 buf_bytes >= PAYLOAD_HEAD_BYTES + spare_bytes()) {
 		spare = dp->payload_get(dp, spare_bytes());
 		worker_state_taken();
 	}
+	bool spliced = splice_wanted, retry = false;
 	bool timed = (spare || buf_touched_bytes > BUF_KEPT_BYTES) && idle_timer_set(IDLE_RELEASE_NS);
-	ssize_t n = spare ? read_into_spare(fd, buf, buf_bytes) : read(fd, buf, buf_bytes);
+	ssize_t n = spliced ? splice_request(fd, buf, buf_bytes, &retry)
+		    : spare ? read_into_spare(fd, buf, buf_bytes) : read(fd, buf, buf_bytes);
 	if (timed) {
 		int read_errno = errno;
 		(void)idle_timer_set(0);
@@ -367,17 +601,25 @@ again:
 		release_idle(dp, buf, buf_bytes);
 		goto again; /* holding nothing: an untimed read */
 	}
+	if (retry)
+		goto again;
+	if (spliced && n < 0 && errno == EINVAL) { /* this device cannot splice */
+		atomic_store(&splice_refused, true);
+		splice_drop();
+		spare_wanted = true;
+		goto again;
+	}
 	if (!spare) {
-		if (n > 0 && (size_t)n > buf_touched_bytes)
-			buf_touched_bytes = (size_t)n;
 		const struct fuse_in_header *h = (const void *)buf;
-		bool large_write = dp->payload_get &&
-				   n >= (ssize_t)(PAYLOAD_HEAD_BYTES + HANDOVER_MIN_BYTES) &&
-				   h->opcode == FUSE_WRITE;
+		bool piped = spliced && pipe_maybe_full;
+		size_t in_buf = piped ? PAYLOAD_HEAD_BYTES : n > 0 ? (size_t)n : 0;
+		if (in_buf > buf_touched_bytes)
+			buf_touched_bytes = in_buf;
+		bool large_write = dp->payload_get && n > 0 && is_large_write(h, (size_t)n);
 		if (large_write)
-			spare_wanted = true; /* from the next read on */
+			large_write_read(h); /* from the next read on */
 		if (n > 0)
-			request_read(dp, buf, buf_bytes, (size_t)n, large_write);
+			request_read(dp, buf, buf_bytes, in_buf, large_write);
 		return n;
 	}
 	if (n <= (ssize_t)PAYLOAD_HEAD_BYTES) {
@@ -392,7 +634,8 @@ again:
 		payload = spare;
 		payload_bytes = spilled;
 		spare = NULL;
-		request_read(dp, buf, buf_bytes, (size_t)n, true);
+		large_write_read(h);
+		request_read(dp, buf, buf_bytes, PAYLOAD_HEAD_BYTES, true);
 		return n;
 	}
 	memcpy(buf + PAYLOAD_HEAD_BYTES, spare, spilled < spare_bytes() ? spilled : spare_bytes());

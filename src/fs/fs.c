@@ -294,7 +294,8 @@ bool fs_reclaim_fds(struct fs *fs, int err)
 {
 	if (err != -EMFILE && err != -ENFILE)
 		return false;
-	if (inode_table_fds_release(fs->inodes, RECLAIM_FDS) > 0)
+	bool pipes = fs_channel_give_up_pipes() > 0; /* the first to go: only a saving */
+	if (inode_table_fds_release(fs->inodes, RECLAIM_FDS) > 0 || pipes)
 		return true;
 	log_fd_exhausted(fs, err);
 	return false;

@@ -84,6 +84,16 @@ void fs_serve_statx(struct fs *fs, int fd, const void *request, size_t bytes);
  * owns it from now on (submit it as write_owned). NULL: use libfuse's.
  */
 const void *fs_channel_take_payload(size_t bytes);
+/*
+ * The pipe the payload of the write this worker just read waits in, when
+ * the channel spliced it (see channel.c) and it is bytes long; -1: none.
+ */
+int fs_channel_take_piped(size_t bytes);
+/*
+ * Closes the channel's pipes not in use, and those in use as they come
+ * back: descriptors ran out, and splicing is only a saving. How many closed.
+ */
+unsigned fs_channel_give_up_pipes(void);
 
 /* setgid without group-execute is mandatory locking, which writes keep. */
 static inline bool fs_mode_has_privs(mode_t mode)

@@ -383,13 +383,16 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 	if (fs_request_drops_privs())
 		drop_privs_of_file(fs_of(req), f);
 	const void *owned = fs_channel_take_payload(size);
+	int piped = owned ? -1 : fs_channel_take_piped(size);
 	struct datapath_req r = {
 		.op = DATAPATH_WRITE,
 		.file = &f->data,
 		.offset_bytes = (uint64_t)off,
 		.size_bytes = size,
-		.write_data = owned ? owned : buf,
+		.write_data = owned ? owned : piped >= 0 ? NULL : buf,
 		.write_owned = owned != NULL,
+		.write_piped = piped >= 0,
+		.write_pipe_fd = piped,
 	};
 	submit(req, &r);
 }
