@@ -34,10 +34,14 @@ static void stage_remove(const char *stage)
 
 /*
  * The stages of daemons of this mountpoint no longer running (killed while
- * starting): prefix is "DIR/NAME.root.", each stage that and a pid.
+ * starting): prefix is "DIR/NAME.root.", each stage that and a pid, and
+ * one named before stages had pids (the prefix without its dot).
  */
 static void stale_stages_remove(const char *prefix)
 {
+	char unnumbered[PATH_MAX];
+	snprintf(unnumbered, sizeof(unnumbered), "%.*s", (int)strlen(prefix) - 1, prefix);
+	stage_remove(unnumbered);
 	const char *slash = strrchr(prefix, '/');
 	if (!slash)
 		return;

@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
@@ -673,6 +674,45 @@ START_TEST(watch_redraws_under_a_pty_and_exits_0_on_sigint)
 }
 END_TEST
 
+/*
+ * The stage left by a daemon killed while starting (its pid gone, its bind
+ * still mounted) and one of the naming before stages had pids are removed
+ * by the next daemon of the same mountpoint.
+ */
+START_TEST(stale_stages_of_the_mountpoint_are_removed)
+{
+	struct test_mount d;
+	test_mount_dirs(&d);
+	char sock[PATH_MAX], dead[PATH_MAX + 32], unnumbered[PATH_MAX + 32];
+	ck_assert_int_eq(ctl_socket_path_for_mount(d.mnt, sock, sizeof(sock)), 0);
+	int base = (int)strlen(sock) - (int)strlen(".sock");
+	pid_t gone = fork();
+	ck_assert_int_ge(gone, 0);
+	if (gone == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(gone, NULL, 0), gone);
+	snprintf(dead, sizeof(dead), "%.*s.root.%d", base, sock, (int)gone);
+	snprintf(unnumbered, sizeof(unnumbered), "%.*s.root", base, sock);
+	mkdir("/run/fusesched", 0755);
+	ck_assert_int_eq(mkdir(dead, 0700), 0);
+	ck_assert_int_eq(mkdir(unnumbered, 0700), 0);
+	leftovers_add_dir(dead);
+	leftovers_add_dir(unnumbered);
+	leftovers_add_mount(dead);
+	ck_assert_int_eq(test_sh("mount --bind '%s' '%s'", dead, dead), 0);
+	int status;
+	char *out = ctl_test_capture(&status, "%s mount '%s' '%s' 2>&1", FUSESCHED_BIN, d.backing,
+				     d.mnt);
+	ck_assert_msg(status == 0, "%s", out);
+	free(out);
+	ck_assert(test_is_fuse_mount(d.mnt));
+	ck_assert_int_eq(access(dead, F_OK), -1); /* a directory still mounted on is not removed */
+	ck_assert_int_eq(access(unnumbered, F_OK), -1);
+	ck_assert_int_eq(test_sh("umount '%s'", d.mnt), 0);
+	test_sh("rm -rf '%s'", d.root);
+}
+END_TEST
+
 int main(void)
 {
 	test_require_root("ctl_socket", "FUSE mounts, other users' credentials");
@@ -690,6 +730,7 @@ int main(void)
 	tcase_add_test(tc, group_socket_is_0660_and_lets_the_group_in);
 	tcase_add_test(tc, a_socket_given_up_while_the_new_daemon_waits_is_taken);
 	tcase_add_test(tc, mounting_again_right_after_unmount_works);
+	tcase_add_test(tc, stale_stages_of_the_mountpoint_are_removed);
 	tcase_add_test(tc, not_a_fusesched_mount_is_said_clearly);
 	tcase_add_test(tc, json_has_every_documented_field);
 	tcase_add_test(tc, prometheus_output_is_valid_exposition_format);
