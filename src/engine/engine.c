@@ -95,7 +95,7 @@ struct engine_req {
 	uint32_t tenant;
 	uint64_t submit_ns;        /* handed over by FUSE: latency starts here */
 	void *buf;
-	/* A held write (see engine_submit): the payload stays in the worker's buffer. */
+	/* A held write (see engine_submit): the payload stays in the worker's buffer (or pipe). */
 	const void *held_data;
 	int payload_pipe_fd;       /* a write whose payload waits in its worker's pipe; -1: none */
 	sem_t *held_go;            /* posted by the reactor at dispatch */
@@ -485,7 +485,9 @@ static int pipe_read_full(int fd, void *buf, size_t bytes)
  * A piped payload spliced into the backing file: the backing filesystem
  * copies it from the pages the kernel referenced into the pipe (for a
  * buffered write, the FUSE file's own page cache), so the worker copies
- * nothing. What a failed write leaves in the pipe, the channel drains.
+ * nothing. A backing filesystem that cannot be spliced into (EINVAL before
+ * anything moved) is written from a copy, as without a pipe. What a failed
+ * write leaves in the pipe, the channel drains.
  */
 static int splice_in_worker(struct engine_req *er)
 {
@@ -493,12 +495,20 @@ static int splice_in_worker(struct engine_req *er)
 		loff_t off = (loff_t)(er->offset_bytes + er->done_bytes);
 		ssize_t n = splice(er->payload_pipe_fd, NULL, er->file->fd, &off,
 				   er->size_bytes - er->done_bytes, SPLICE_F_MOVE);
-		if (n > 0)
+		if (n > 0) {
 			er->done_bytes += (uint64_t)n;
-		else if (n < 0 && errno == EINTR)
+		} else if (n < 0 && errno == EINTR) {
 			continue;
-		else
+		} else if (n < 0 && errno == EINVAL && !er->done_bytes) {
+			void *copy = malloc(er->size_bytes);
+			int res = copy ? pipe_read_full(er->payload_pipe_fd, copy, er->size_bytes) : -ENOMEM;
+			if (!res)
+				res = transfer_in_worker(er, copy);
+			free(copy);
+			return res;
+		} else {
 			return n < 0 ? -errno : -EIO;
+		}
 	}
 	return 0;
 }
