@@ -59,10 +59,11 @@ struct datapath_req {
 	const void *write_data;
 	bool write_owned;
 	/*
-	 * WRITE: or the payload waits in the calling worker's pipe
-	 * (write_data NULL), spliced there from /dev/fuse: the datapath takes
-	 * it (splices it to the file, or reads it into a buffer) before submit
-	 * returns, or, for a write the worker holds, before it answers.
+	 * WRITE to a file not opened O_DIRECT: or the payload waits in the
+	 * calling worker's pipe (write_data NULL), spliced there from
+	 * /dev/fuse: the datapath takes it (splices it to the file, or reads
+	 * it into a buffer) before submit returns, or, for a write the
+	 * worker holds, before it answers.
 	 */
 	bool write_piped;
 	int write_pipe_fd;

@@ -603,14 +603,8 @@ static void run_solo(struct engine *e, struct engine_req *er, const void *write_
 				res = -ENOMEM;
 				break;
 			}
-			if (er->op == DATAPATH_WRITE && er->payload_pipe_fd >= 0) {
-				res = pipe_read_full(er->payload_pipe_fd, er->buf, er->size_bytes);
-				er->payload_pipe_fd = -1;
-				if (res)
-					break;
-			} else if (er->op == DATAPATH_WRITE) {
+			if (er->op == DATAPATH_WRITE)
 				memcpy(er->buf, write_data, er->size_bytes);
-			}
 		}
 		res = transfer_in_worker_as_opener(er, er->buf ? er->buf : (void *)write_data);
 		break;
