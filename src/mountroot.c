@@ -33,32 +33,29 @@ static void stage_remove(const char *stage)
 }
 
 /*
- * The stages of daemons of this mountpoint no longer running (killed while
- * starting): prefix is "DIR/NAME.root.", each stage that and a pid, and
- * one named before stages had pids (the prefix without its dot).
+ * The stages of daemons no longer running (killed while starting), of any
+ * mountpoint: each stage is "NAME.root.PID" in dir, and a mountpoint that
+ * is never mounted again would keep its stage for good. Also this
+ * mountpoint's stage named before stages had pids ("NAME.root", given as
+ * unnumbered): another mountpoint's may belong to an older daemon starting.
  */
-static void stale_stages_remove(const char *prefix)
+static void stale_stages_remove(const char *dir, const char *unnumbered)
 {
-	char unnumbered[PATH_MAX];
-	snprintf(unnumbered, sizeof(unnumbered), "%.*s", (int)strlen(prefix) - 1, prefix);
 	stage_remove(unnumbered);
-	const char *slash = strrchr(prefix, '/');
-	if (!slash)
-		return;
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - prefix), prefix);
-	const char *base = slash + 1;
-	size_t base_len = strlen(base);
 	DIR *d = opendir(dir);
 	if (!d)
 		return;
 	for (struct dirent *e; (e = readdir(d));) {
-		if (strncmp(e->d_name, base, base_len) != 0)
+		const char *root = strstr(e->d_name, ".root.");
+		for (const char *next; root && (next = strstr(root + 1, ".root."));)
+			root = next;
+		if (!root)
 			continue;
+		const char *digits = root + strlen(".root.");
 		char *end;
-		long pid = strtol(e->d_name + base_len, &end, 10);
-		if (end == e->d_name + base_len || *end || pid <= 0 || pid == (long)getpid() ||
-		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		long pid = strtol(digits, &end, 10);
+		if (end == digits || *end || *digits < '0' || *digits > '9' || pid <= 0 ||
+		    pid == (long)getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
 		char path[PATH_MAX];
 		int n = snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
@@ -92,7 +89,9 @@ const char *mountroot_prepare(struct mountroot *m, const char *mountpoint)
 	if (n < 0 || (size_t)n >= sizeof(m->stage))
 		goto no_stage;
 	(void)mkdir(CTL_SOCKET_DIR, 0755);
-	stale_stages_remove(prefix);
+	char unnumbered[PATH_MAX];
+	snprintf(unnumbered, sizeof(unnumbered), "%.*s.root", (int)(len - 5), sock);
+	stale_stages_remove(CTL_SOCKET_DIR, unnumbered);
 	struct stat st;
 	if ((mkdir(m->stage, 0700) < 0 && errno != EEXIST) || lstat(m->stage, &st) < 0 ||
 	    !S_ISDIR(st.st_mode))

@@ -676,15 +676,21 @@ END_TEST
 
 /*
  * The stage left by a daemon killed while starting (its pid gone, its bind
- * still mounted) and one of the naming before stages had pids are removed
- * by the next daemon of the same mountpoint.
+ * still mounted), of this mountpoint or another never mounted again, and
+ * this mountpoint's of the naming before stages had pids are removed by the
+ * next daemon; a running daemon's stage stays.
  */
-START_TEST(stale_stages_of_the_mountpoint_are_removed)
+START_TEST(stale_stages_are_removed)
 {
 	struct test_mount d;
 	test_mount_dirs(&d);
 	char sock[PATH_MAX], dead[PATH_MAX + 32], unnumbered[PATH_MAX + 32];
+	char other_sock[PATH_MAX], other_dead[PATH_MAX + 32], other_live[PATH_MAX + 32];
+	char other_mnt[PATH_MAX + 16];
 	ck_assert_int_eq(ctl_socket_path_for_mount(d.mnt, sock, sizeof(sock)), 0);
+	snprintf(other_mnt, sizeof(other_mnt), "%s.never", d.mnt);
+	ck_assert_int_eq(ctl_socket_path_for_mount(other_mnt, other_sock, sizeof(other_sock)), 0);
+	int other_base = (int)strlen(other_sock) - (int)strlen(".sock");
 	int base = (int)strlen(sock) - (int)strlen(".sock");
 	pid_t gone = fork();
 	ck_assert_int_ge(gone, 0);
@@ -693,11 +699,19 @@ START_TEST(stale_stages_of_the_mountpoint_are_removed)
 	ck_assert_int_eq(waitpid(gone, NULL, 0), gone);
 	snprintf(dead, sizeof(dead), "%.*s.root.%d", base, sock, (int)gone);
 	snprintf(unnumbered, sizeof(unnumbered), "%.*s.root", base, sock);
+	snprintf(other_dead, sizeof(other_dead), "%.*s.root.%d", other_base, other_sock,
+		 (int)gone);
+	snprintf(other_live, sizeof(other_live), "%.*s.root.%d", other_base, other_sock,
+		 (int)getpid());
 	mkdir("/run/fusesched", 0755);
 	ck_assert_int_eq(mkdir(dead, 0700), 0);
 	ck_assert_int_eq(mkdir(unnumbered, 0700), 0);
+	ck_assert_int_eq(mkdir(other_dead, 0700), 0);
+	ck_assert_int_eq(mkdir(other_live, 0700), 0);
 	leftovers_add_dir(dead);
 	leftovers_add_dir(unnumbered);
+	leftovers_add_dir(other_dead);
+	leftovers_add_dir(other_live);
 	leftovers_add_mount(dead);
 	ck_assert_int_eq(test_sh("mount --bind '%s' '%s'", dead, dead), 0);
 	int status;
@@ -708,6 +722,9 @@ START_TEST(stale_stages_of_the_mountpoint_are_removed)
 	ck_assert(test_is_fuse_mount(d.mnt));
 	ck_assert_int_eq(access(dead, F_OK), -1); /* a directory still mounted on is not removed */
 	ck_assert_int_eq(access(unnumbered, F_OK), -1);
+	ck_assert_int_eq(access(other_dead, F_OK), -1);
+	ck_assert_int_eq(access(other_live, F_OK), 0); /* this test's pid, running */
+	ck_assert_int_eq(rmdir(other_live), 0);
 	ck_assert_int_eq(test_sh("umount '%s'", d.mnt), 0);
 	test_sh("rm -rf '%s'", d.root);
 }
@@ -730,7 +747,7 @@ int main(void)
 	tcase_add_test(tc, group_socket_is_0660_and_lets_the_group_in);
 	tcase_add_test(tc, a_socket_given_up_while_the_new_daemon_waits_is_taken);
 	tcase_add_test(tc, mounting_again_right_after_unmount_works);
-	tcase_add_test(tc, stale_stages_of_the_mountpoint_are_removed);
+	tcase_add_test(tc, stale_stages_are_removed);
 	tcase_add_test(tc, not_a_fusesched_mount_is_said_clearly);
 	tcase_add_test(tc, json_has_every_documented_field);
 	tcase_add_test(tc, prometheus_output_is_valid_exposition_format);

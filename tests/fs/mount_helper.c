@@ -2,6 +2,7 @@
 #include "mount_helper.h"
 
 #include "leftovers.h"
+#include "fusesched/mountinfo.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -39,10 +40,15 @@ bool test_in_mountinfo(const char *path)
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return false;
-	char line[4096], mnt[4096];
+	char line[4096], field[4096], mnt[4096];
 	bool found = false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && strcmp(mnt, path) == 0;
+	/* The kernel escapes a backslash in the path (as in systemd-escape's \x2d) as \134. */
+	while (!found && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", field) != 1)
+			continue;
+		mountinfo_unescape(mnt, sizeof(mnt), field, strlen(field));
+		found = strcmp(mnt, path) == 0;
+	}
 	fclose(f);
 	return found;
 }
