@@ -385,21 +385,6 @@ static unsigned char offset_byte(uint64_t off, unsigned salt)
 	return (unsigned char)((off * 2654435761u) >> 11 ^ salt);
 }
 
-/* Pipes the daemon holds (fs_channel_make_pipes makes them at start). */
-static int count_pipes(pid_t pid)
-{
-	char dir[64], link[96], target[64];
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
-	int n = 0;
-	for (int fd = 0; fd < 4096; fd++) {
-		snprintf(link, sizeof(link), "%s/%d", dir, fd);
-		ssize_t len = readlink(link, target, sizeof(target) - 1);
-		if (len > 5 && !strncmp(target, "pipe:", 5))
-			n++;
-	}
-	return n;
-}
-
 struct splice_arg {
 	const char *path;
 	uint64_t start, bytes; /* this writer's region */
@@ -465,16 +450,8 @@ static void check_region(const char *path, uint64_t start, uint64_t bytes, unsig
  */
 START_TEST(large_buffered_writes_spliced_keep_their_bytes)
 {
-	char old_max[32] = "";
-	FILE *f = fopen("/proc/sys/fs/pipe-max-size", "r");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_ptr_nonnull(fgets(old_max, sizeof(old_max), f));
-	fclose(f);
-	test_write_file("/proc/sys/fs/pipe-max-size", "4194304\n");
 	struct test_mount m;
-	test_mount_start(&m, NULL);
-	test_write_file("/proc/sys/fs/pipe-max-size", old_max);
-	ck_assert_msg(count_pipes(m.daemon_pid) >= 2, "the daemon made no pipes to splice into");
+	ck_assert_msg(test_mount_start_spliced(&m, NULL) >= 2, "the daemon made no pipes to splice into");
 
 	enum { REGION_BYTES = 24u << 20 };
 	const char *path = test_mnt_path(&m, "spliced");

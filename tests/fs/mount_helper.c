@@ -102,6 +102,34 @@ void test_mount_start(struct test_mount *m, const char *const *extra_args)
 	test_mount_start_under(m, NULL, extra_args);
 }
 
+/* Pipes the daemon holds (fs_channel_make_pipes makes them at start). */
+static int daemon_pipes(pid_t pid)
+{
+	char link[96], target[64];
+	int n = 0;
+	for (int fd = 0; fd < 4096; fd++) {
+		snprintf(link, sizeof(link), "/proc/%d/fd/%d", (int)pid, fd);
+		ssize_t len = readlink(link, target, sizeof(target) - 1);
+		if (len > 5 && !strncmp(target, "pipe:", 5))
+			n++;
+	}
+	return n;
+}
+
+int test_mount_start_spliced(struct test_mount *m, const char *const *extra_args)
+{
+	static const char sysctl[] = "/proc/sys/fs/pipe-max-size";
+	char old_max[32] = "";
+	FILE *f = fopen(sysctl, "r");
+	if (!f || !fgets(old_max, sizeof(old_max), f))
+		die("read /proc/sys/fs/pipe-max-size");
+	fclose(f);
+	test_write_file(sysctl, "4194304\n");
+	test_mount_start(m, extra_args);
+	test_write_file(sysctl, old_max);
+	return daemon_pipes(m->daemon_pid);
+}
+
 /*
  * ROOT (recorded for the runner's cleanup) with mnt in it, and the backing
  * directory: BACKING when the test gives one (its own, left alone), else

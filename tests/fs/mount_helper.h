@@ -37,6 +37,13 @@ void test_mount_start(struct test_mount *m, const char *const *extra_args);
  * itself (daemonized, with its own redirections).
  */
 void test_mount_dirs(struct test_mount *m);
+/*
+ * The same with fs.pipe-max-size raised for the moment of the daemon's
+ * start, so that it can make the pipes it splices large buffered writes
+ * through (channel.c) without CAP_SYS_RESOURCE, which a container's root
+ * and this project's CI machine lack. Returns the pipes the daemon holds.
+ */
+int test_mount_start_spliced(struct test_mount *m, const char *const *extra_args);
 /* The same with the daemon run under a wrapper command (argv prefix, e.g. valgrind). */
 void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
 			    const char *const *extra_args);

@@ -7,8 +7,9 @@
  * same result on both: the same return value or errno, the same bytes, the
  * same type, mode, size, link count and owner; at the end both trees must
  * be the same. As root and as an unprivileged user, so permission checks
- * and privilege clearing are compared too; on a plain mount and on one
- * with the kernel's writeback cache; and as four tenants at once, so that
+ * and privilege clearing are compared too; on a plain mount, on one
+ * with the kernel's writeback cache, and on one that splices large buffered
+ * writes (with payloads up to past 1 MiB drawn); and as four tenants at once, so that
  * requests go through the scheduler, not only a lone tenant's path. A divergence names the seed and
  * step, so it can be replayed.
  */
@@ -38,6 +39,12 @@
 #define STEPS 1500
 #define SLOTS 4
 #define DATA_MAX (70u << 10)
+/* With large_payloads, the largest length is one of these instead: payloads
+ * the channel splices (128 KiB and up, buffered), one past a page, and one
+ * past the largest request (two requests, the first a whole 1 MiB). */
+#define LARGE_MAX ((1u << 20) + 4097u)
+static const size_t LARGE_LENS[] = {128u << 10, (700u << 10) + 1, LARGE_MAX};
+static bool large_payloads;
 
 static struct test_mount M;
 
@@ -51,6 +58,13 @@ static void mount_up_writeback_cache(void)
 {
 	static const char *const args[] = {"-o", "writeback_cache", NULL};
 	test_mount_start(&M, args);
+}
+
+/* Large buffered writes spliced through pipes, with large payloads drawn. */
+static void mount_up_spliced(void)
+{
+	ck_assert_msg(test_mount_start_spliced(&M, NULL) >= 2, "the daemon made no pipes to splice into");
+	large_payloads = true;
 }
 
 static void mount_down(void)
@@ -204,6 +218,8 @@ static void draw(uint64_t *s, struct step *st)
 	st->mode = modes[pick(s, COUNT(modes))];
 	st->off = pick(s, 4) ? offs[pick(s, COUNT(offs))] : (off_t)pick(s, 200000);
 	st->len = lens[pick(s, COUNT(lens))];
+	if (large_payloads && st->len == DATA_MAX)
+		st->len = LARGE_LENS[pick(s, COUNT(LARGE_LENS))];
 	static const int whences[] = {SEEK_SET, SEEK_CUR, SEEK_END, SEEK_DATA, SEEK_HOLE};
 	st->whence = whences[pick(s, COUNT(whences))];
 	st->fill = (unsigned char)pick(s, 256);
@@ -497,7 +513,7 @@ static int run_sequence(void *arg)
 		a.fd[i] = b.fd[i] = -1;
 	/* A write to a fifo whose reader closed fails with EPIPE on both sides. */
 	signal(SIGPIPE, SIG_IGN);
-	char *data = malloc(DATA_MAX);
+	char *data = malloc(LARGE_MAX);
 	uint64_t s = sq->seed * 0x9e3779b97f4a7c15ull + 1;
 	int bad = 0;
 	for (int i = 0; i < STEPS && !bad; i++) {
@@ -691,6 +707,13 @@ int main(void)
 	tcase_add_test(wb, random_sequences_as_root_match_the_backing_filesystem);
 	tcase_add_test(wb, random_sequences_as_a_user_match_the_backing_filesystem);
 	suite_add_tcase(s, wb);
+	TCase *sp = tcase_create("spliced");
+	tcase_add_unchecked_fixture(sp, leftovers_init, leftovers_cleanup);
+	tcase_add_checked_fixture(sp, mount_up_spliced, mount_down);
+	tcase_set_timeout(sp, 240);
+	tcase_add_test(sp, random_sequences_as_root_match_the_backing_filesystem);
+	tcase_add_test(sp, random_sequences_of_four_tenants_at_once_match);
+	suite_add_tcase(s, sp);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
