@@ -39,6 +39,7 @@ SCENARIOS = {  # scenario -> tenants, in table order
     "weights-8-1": ["w81-a", "w81-b"],
     "weights-5-3-1": ["w531-a", "w531-b", "w531-c"],
     "weights-4-1-d16": ["w41-a", "w41-b"],
+    "weights-8-1-1m-writes": ["w81w-a", "w81w-b"],
     "depth1-solo": ["d1-shallow"],
     "depth1-vs-deep": ["d1-shallow", "d1-deep"],
     "depth1-mixed": ["d1m-a", "d1m-b", "d1m-c"],
@@ -47,7 +48,7 @@ SCENARIOS = {  # scenario -> tenants, in table order
     "beside-mmap": ["bs-mmap", "bs-reader"],
     "beside-writers": ["bs-writers", "bs-reader"],
 }
-WEIGHTS = {"w81-a": 800, "w81-b": 100, "w531-a": 500, "w531-b": 300, "w531-c": 100, "w41-a": 400, "w41-b": 100,
+WEIGHTS = {"w81-a": 800, "w81-b": 100, "w531-a": 500, "w531-b": 300, "w531-c": 100, "w41-a": 400, "w41-b": 100, "w81w-a": 800, "w81w-b": 100,
            "d1-shallow": 800, "d1-deep": 100, "d1m-a": 189, "d1m-b": 71, "d1m-c": 17, "bs-reader": 800, "bs-mmap": 100, "bs-writers": 100}
 # The pods lesson: pod -> (its rule's weight, its containers' tenants); the
 # containers have no rule (default weight 100) and divide their pod's share.
@@ -250,9 +251,9 @@ def lesson_tables(res):
         goal("3. small readers' max latency, bfq vs fifo", mx, "<= 0.10", None if mx is None else mx <= 0.1)
         goal("3. streaming writer, bfq vs its solo rate", w, ">= 0.80", None if w is None else w >= 0.8)
 
-    def weights_table(scen, tenants, title):
+    def weights_table(scen, tenants, title, what="4k direct random reads, IOPS"):
         nonlocal lines
-        lines += ["", f"### Lesson 4: {title} (4k direct random reads, IOPS)", ""]
+        lines += ["", f"### Lesson 4: {title} ({what})", ""]
         low = tenants[-1]
         fifo_total = sum(get(res, scen, FIFO, t, "iops") or 0 for t in tenants) or None
         rows = []
@@ -289,6 +290,13 @@ def lesson_tables(res):
         goal(f"4. 4:1 at depth 16 received ratio (bfq got {got}), relative error", err, "<= 0.15",
              None if err is None else err <= 0.15)
         goal("4. 4:1 at depth 16 total, bfq vs fifo", tot, ">= 0.90", None if tot is None else tot >= 0.9)
+    if "weights-8-1-1m-writes" in res:
+        err, tot, got = weights_table("weights-8-1-1m-writes", ["w81w-a", "w81w-b"],
+                                      "8:1, two deep writers (libaio, iodepth 64 each)",
+                                      "1 MiB direct sequential writes, writes per second")
+        goal(f"4. 8:1 of 1 MiB writers received ratio (bfq got {got}), relative error", err, "<= 0.10",
+             None if err is None else err <= 0.1)
+        goal("4. 8:1 of 1 MiB writers total, bfq vs fifo", tot, ">= 0.90", None if tot is None else tot >= 0.9)
     if "depth1-vs-deep" in res:
         weights_table("depth1-vs-deep", ["d1-shallow", "d1-deep"],
                       "8:1, a depth-1 reader (w800) against a deep one (w100)")
@@ -558,7 +566,7 @@ def gnuplot(script):
 
 def plot_weights(out, res, plots):
     made = []
-    for scen in ("weights-8-1", "weights-5-3-1", "weights-4-1-d16", "depth1-vs-deep", "pods"):
+    for scen in ("weights-8-1", "weights-5-3-1", "weights-4-1-d16", "weights-8-1-1m-writes", "depth1-vs-deep", "pods"):
         variants = variants_of(res, scen)
         if not variants:
             continue
