@@ -122,9 +122,17 @@ struct datapath *engine_datapath(struct engine *e);
  * the limit is sized in bytes: ENGINE_KERNEL_QUEUE_BYTES over the mean
  * size of the reads and writes of the last second, but never below
  * min_requests (twice max_inflight: as many waiting as in flight) nor
- * above max; it starts as for the largest requests.
+ * above max; it starts as for the largest requests. Each second the
+ * engine adds room for the requests the scheduler held back of others
+ * while a deep tenant waited for its own (sched_take_held_beside_deep), at
+ * most ENGINE_KERNEL_QUEUE_HELD_BYTES of them: held, they stay outstanding
+ * in that queue, and the deep tenant's next requests would wait behind
+ * them in the kernel.
  */
 #define ENGINE_KERNEL_QUEUE_BYTES (64u << 20)
+/* At most this much more room for requests the scheduler holds back while
+ * a deep tenant waits for its own (engine.c, size_kernel_queue). */
+#define ENGINE_KERNEL_QUEUE_HELD_BYTES (192u << 20)
 #define ENGINE_MAX_TRANSFER_BYTES (1u << 20)  /* fs.h's FS_READ_MAX_BYTES; max_write is at most that */
 uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t min_requests, uint32_t max);
 

@@ -235,6 +235,16 @@ int sched_group_set_parent(struct sched *s, struct sched_group *g, struct sched_
  * beneath it. The caller must not use g afterwards. */
 void sched_group_remove(struct sched *s, struct sched_group *g);
 
+/*
+ * The most requests the scheduler held queued while a deep queue with none
+ * queued waited for its next ones (idled or held for, or away), since the
+ * last call; resets it. Those requests are outstanding in the kernel's
+ * queue of async requests, first come first served, and when they fill it
+ * the deep queue's next requests wait behind them in the kernel, where the
+ * scheduler cannot see them (engine.c sizes that queue).
+ */
+uint32_t sched_take_held_beside_deep(struct sched *s);
+
 void sched_enqueue(struct sched *s, struct sched_req *r, uint64_t now_ns);
 /* Next request to submit, or NULL: nothing to do now. */
 struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns);

@@ -178,6 +178,7 @@ struct engine {
 	uint64_t next_kernel_queue_ns;
 	uint64_t window_transfers, window_transfer_bytes; /* reads and writes finished this second */
 	uint32_t window_peak_held;     /* most requests outstanding at a stats tick */
+	uint32_t kernel_queue_beside;  /* room added for others' held requests (size_kernel_queue) */
 	uint64_t wait_avg_ns;          /* moving average of waits with requests at the store */
 };
 
@@ -1145,14 +1146,33 @@ static void size_kernel_queue(struct engine *e, uint64_t now)
 	if (!e->kernel_queue_set || now < e->next_kernel_queue_ns)
 		return; /* fixed (or unknown): published once, by engine_set_kernel_queue */
 	e->next_kernel_queue_ns = now + KERNEL_QUEUE_EVERY_NS;
+	/*
+	 * What the scheduler holds queued while a deep tenant waits for its
+	 * next requests is outstanding in the kernel's queue too, and when it
+	 * fills the queue that tenant's requests wait behind it in the kernel,
+	 * unseen (two deep 1 MiB writers at 8:1 got 1:1, and the scheduler
+	 * idled for the heavy one). So the limit makes room for it on top of
+	 * its size in bytes, at most ENGINE_KERNEL_QUEUE_HELD_BYTES more, and
+	 * gives that room back by a quarter a second once no deep tenant waits:
+	 * with the room, the deep tenant's requests come in and it waits less.
+	 */
+	uint32_t beside = sched_take_held_beside_deep(e->sched);
+	uint32_t kept = e->kernel_queue_beside - e->kernel_queue_beside / 4u;
+	e->kernel_queue_beside = beside > kept ? beside : kept;
 	if (e->window_transfers) {
-		uint32_t limit = window_kernel_queue_limit(e);
+		uint64_t mean = e->window_transfer_bytes / e->window_transfers;
+		uint32_t room = engine_kernel_queue_limit(mean, 0, UINT32_MAX) * (uint32_t)
+			(ENGINE_KERNEL_QUEUE_HELD_BYTES / ENGINE_KERNEL_QUEUE_BYTES);
+		uint64_t limit = (uint64_t)window_kernel_queue_limit(e) +
+				 (e->kernel_queue_beside < room ? e->kernel_queue_beside : room);
+		if (limit > e->kernel_queue_max)
+			limit = e->kernel_queue_max;
 		uint32_t old = e->kernel_queue_limit;
 		bool held_back = e->window_peak_held * 4u >= old * 3u;
 		if (limit * 4u < old * 3u || (limit * 4u > old * 5u && held_back)) {
-			e->kernel_queue_set(e->kernel_queue_arg, limit);
-			e->kernel_queue_limit = limit;
-			stats_publish_kernel_queue(e->stats, limit);
+			e->kernel_queue_set(e->kernel_queue_arg, (uint32_t)limit);
+			e->kernel_queue_limit = (uint32_t)limit;
+			stats_publish_kernel_queue(e->stats, (uint32_t)limit);
 		}
 	}
 	e->window_transfers = e->window_transfer_bytes = 0;

@@ -269,8 +269,10 @@ struct sched_req *sched_bfq_take(struct sched *s, struct sched_queue *q, int kin
 			q->ent.finish_vt = q->ent.start_vt;
 			sched_wf2q_rest(&s->wq, &q->ent);
 		}
-		else if (queue_deep(q) && q->last_sync)
+		else if (queue_deep(q) && q->last_sync) {
 			s->slice.state = SLICE_HOLDING;
+			sched_note_deep_waits(s);
+		}
 		else if (!sched_idle_worthy(s, q))
 			queue_expire(s, q, SCHED_EXPIRE_EMPTIED, now_ns);
 	}

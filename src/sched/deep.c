@@ -144,6 +144,7 @@ static void away_begin(struct sched *s, struct sched_queue *q, uint64_t now_ns)
 	deep_set(s, q, QUEUE_AWAY);
 	q->away_until_ns = now_ns + s->p.away_window_ns;
 	sched_list_add_tail(&s->away_queues, &q->away_link);
+	sched_note_deep_waits(s);
 }
 
 void sched_deep_emptied(struct sched *s, struct sched_queue *q, uint64_t now_ns)

@@ -87,6 +87,7 @@ void sched_idle_begin(struct sched *s, struct sched_queue *q, uint64_t now_ns)
 	s->slice.idle_start_ns = now_ns;
 	s->slice.idle_deadline_ns = now_ns + idle_window_ns(s, q);
 	q->stats.idle_windows++;
+	sched_note_deep_waits(s);
 }
 
 void sched_slice_serve(struct sched *s, uint64_t now_ns)

@@ -254,6 +254,7 @@ void sched_enqueue(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	q->pending++;
 	s->pending++;
 	s->ops->enqueue(s, q, r, now_ns);
+	sched_note_deep_waits(s);
 }
 
 void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r, uint64_t now_ns)
@@ -338,6 +339,30 @@ uint32_t sched_inflight(const struct sched *s)
 uint32_t sched_max_inflight(const struct sched *s)
 {
 	return sched_depth_limit(s);
+}
+
+/* A deep queue with nothing queued is waited for: in service and idled or
+ * held for, or away. */
+static bool deep_waits(const struct sched *s)
+{
+	const struct sched_queue *g = s->in_service;
+	if (g && queue_deep(g) && !g->pending &&
+	    (s->slice.state == SLICE_IDLING || s->slice.state == SLICE_HOLDING))
+		return true;
+	return !sched_list_empty(&s->away_queues);
+}
+
+void sched_note_deep_waits(struct sched *s)
+{
+	if (s->pending > s->held_beside_deep && deep_waits(s))
+		s->held_beside_deep = s->pending;
+}
+
+uint32_t sched_take_held_beside_deep(struct sched *s)
+{
+	uint32_t n = s->held_beside_deep;
+	s->held_beside_deep = 0;
+	return n;
 }
 
 uint32_t sched_pending(const struct sched *s)

@@ -331,6 +331,9 @@ struct sched {
 	 * STORE_SHARE_SHIFT: a request's store share is its advance over the
 	 * request's flight. */
 	uint64_t store_share, store_share_last_ns;
+	/* Most requests queued for others while a deep queue waited for its
+	 * next ones, since sched_take_held_beside_deep (sched_note_deep_waits). */
+	uint32_t held_beside_deep;
 
 	struct store_rate rate;
 	struct store_depth depth;
@@ -483,6 +486,10 @@ bool sched_learn_cycle(struct sched *s, struct sched_queue *q, const struct sche
 		       uint64_t now_ns);
 void sched_learn_inject_limit(struct sched *s, struct sched_queue *q, const struct sched_req *r,
 			      bool cycle_was_slowed, uint64_t now_ns);
+/* At an arrival, and when a deep queue ran out of requests (idled or held
+ * for, or away): while one waits so, the most requests queued for others
+ * (sched_take_held_beside_deep). */
+void sched_note_deep_waits(struct sched *s);
 /* The limit on requests in flight now: during a depth probe, half. */
 uint32_t sched_depth_now(struct sched *s, uint64_t now_ns);
 

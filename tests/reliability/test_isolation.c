@@ -324,6 +324,26 @@ static pid_t spawn_attacker_fio(const char *dir, const char *const *more)
 	return fio;
 }
 
+/* The same as the victim (its cgroup and uid). */
+static pid_t spawn_victim_fio(const char *dir, const char *const *more)
+{
+	pid_t fio = fork();
+	ck_assert_int_ge(fio, 0);
+	if (fio == 0) {
+		ctl_test_become(group_victim, VICTIM_UID);
+		char directory[500];
+		snprintf(directory, sizeof(directory), "--directory=%s", dir);
+		const char *argv[24] = {"fio", "--name=deep", directory, "--direct=1", "--ioengine=libaio",
+					"--time_based", "--runtime=60", "--output=/dev/null"};
+		int n = 8;
+		for (; *more && n < 23; more++)
+			argv[n++] = *more;
+		execvp("fio", (char *const *)argv);
+		_exit(127);
+	}
+	return fio;
+}
+
 static void stop_attacker_fio(pid_t fio)
 {
 	kill(fio, SIGTERM);
@@ -511,6 +531,45 @@ START_TEST(kernel_queue_is_sized_in_bytes)
 	ck_assert_int_eq(lowered, 64);
 	ck_assert_int_eq(reported, 64);
 
+	close(ctl);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+/*
+ * Two deep writers of 1 MiB direct writes, the victim (w100) and the
+ * attacker (w10), together deeper than the 64 requests the kernel's queue
+ * takes of that size: what the scheduler holds back of the attacker stays
+ * outstanding in it, and the victim's next requests would wait behind it
+ * in the kernel while the scheduler waits for them (they got 1:1). The
+ * daemon makes room for what it holds beside the waiting deep tenant: the
+ * limit rises past 64 while both write, and the victim is served more.
+ */
+START_TEST(kernel_queue_makes_room_for_a_deep_tenant_behind_held_requests)
+{
+	struct test_mount m;
+	mount_attacker_and_victim(&m, NULL);
+	char attacker_dir[400], victim_dir[400];
+	make_attacker_dir(&m, attacker_dir, sizeof(attacker_dir));
+	snprintf(victim_dir, sizeof(victim_dir), "%s", test_mnt_path(&m, "victim"));
+	ck_assert_int_eq(mkdir(victim_dir, 0755), 0);
+	ck_assert_int_eq(chown(victim_dir, VICTIM_UID, VICTIM_UID), 0);
+	int ctl = open_connection_dir(&m);
+	ck_assert_int_eq(kernel_limit(ctl), 64);
+
+	const char *deep[] = {"--rw=write", "--bs=1M", "--iodepth=64", "--size=256M", NULL};
+	pid_t light = spawn_attacker_fio(attacker_dir, deep);
+	pid_t heavy = spawn_victim_fio(victim_dir, deep);
+	long raised = 0;
+	CTL_TEST_POLL((raised = kernel_limit(ctl)) > 64);
+	int64_t light_bytes = ctl_test_tenant_u64(m.mnt, group_attacker, "bytes.write");
+	int64_t heavy_bytes = ctl_test_tenant_u64(m.mnt, group_victim, "bytes.write");
+	stop_attacker_fio(light);
+	stop_attacker_fio(heavy);
+	fprintf(stderr, "isolation: two deep 1 MiB writers: limit %ld; served %lld (w100) and %lld (w10) bytes\n",
+		raised, (long long)heavy_bytes, (long long)light_bytes);
+	ck_assert_int_gt(raised, 64);
+	ck_assert_int_le(raised, 1024);
 	close(ctl);
 	test_mount_require_clean_exit(test_mount_stop(&m));
 }
@@ -782,6 +841,7 @@ int main(void)
 	tcase_add_test(tc, write_flood_does_not_stall_another_tenant_and_its_memory_returns);
 	tcase_add_test(tc, workers_busy_with_small_requests_give_back_their_write_buffers);
 	tcase_add_test(tc, kernel_queue_is_sized_in_bytes);
+	tcase_add_test(tc, kernel_queue_makes_room_for_a_deep_tenant_behind_held_requests);
 	tcase_add_test(tc, a_slot_is_kept_for_a_tenant_that_comes_and_goes);
 	tcase_add_test(tc, cgroup_spray_leaves_a_configured_cgroup_its_weight);
 	tcase_add_test(tc, metadata_storm_is_queued_while_another_tenant_is_served);

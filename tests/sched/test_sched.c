@@ -1154,6 +1154,66 @@ static unsigned dispatch_all(struct sched *s, uint64_t now)
 	return n;
 }
 
+/*
+ * What the scheduler holds of the others while a deep tenant waits for its
+ * next requests (the engine makes room for it in the kernel's queue, where
+ * that tenant's requests would otherwise wait behind it): a heavy deep
+ * writer whose requests are all at the store holds it, and the light
+ * tenant's queued requests are counted; read once, the count starts over.
+ * A deep tenant alone counts nothing, nor a shallow one waited for.
+ */
+START_TEST(held_beside_a_waiting_deep_tenant_is_counted)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 8);
+	struct sched_queue *heavy = queue(s, 1, 800), *light = queue(s, 2, 100);
+	struct sched_req h[8], l[6];
+	uint64_t now = 1000 * US;
+	for (int i = 0; i < 8; i++) {
+		req_init(&h[i], heavy, SCHED_OP_WRITE, 1 << 20);
+		h[i].sync = true;
+		sched_enqueue(s, &h[i], now);
+	}
+	ck_assert_uint_eq(dispatch_all(s, now), 8);
+	ck_assert(queue_deep(heavy));
+	ck_assert_uint_eq(sched_take_held_beside_deep(s), 0); /* alone */
+	for (int i = 0; i < 6; i++) {
+		req_init(&l[i], light, SCHED_OP_WRITE, 1 << 20);
+		l[i].sync = true;
+		sched_enqueue(s, &l[i], now);
+	}
+	/* the store is full of the heavy one's: the light one's all wait */
+	ck_assert_uint_eq(dispatch_all(s, now), 0);
+	now += 100 * US;
+	sched_complete(s, &h[0], now);
+	struct sched_req *next = sched_dispatch(s, now);
+	ck_assert_ptr_nonnull(next);
+	ck_assert_ptr_eq(next->queue, light);
+	/* the heavy one has nothing queued, its requests at the store: held for,
+	 * with the light one's other five waiting beside it */
+	ck_assert_uint_ge(sched_take_held_beside_deep(s), 5);
+	ck_assert_uint_eq(sched_take_held_beside_deep(s), 0);
+	sched_free(s);
+
+	/* a shallow tenant idled for is not counted */
+	s = new_sched(SCHED_POLICY_BFQ, 8);
+	struct sched_queue *one = queue(s, 1, 800), *other = queue(s, 2, 100);
+	struct sched_req a, o[4];
+	req_init(&a, one, SCHED_OP_READ, 4096);
+	a.sync = true;
+	sched_enqueue(s, &a, now);
+	ck_assert_uint_eq(dispatch_all(s, now), 1);
+	for (int i = 0; i < 4; i++) {
+		req_init(&o[i], other, SCHED_OP_READ, 4096);
+		sched_enqueue(s, &o[i], now);
+	}
+	now += 100 * US;
+	sched_complete(s, &a, now);
+	ck_assert(!queue_deep(one));
+	ck_assert_uint_eq(sched_take_held_beside_deep(s), 0);
+	sched_free(s);
+}
+END_TEST
+
 /* A shallow tenant gone idle keeps a slot (reserve.c): a deep tenant past
  * its share of the depth does not take the last one, so the light tenant's
  * next request goes out at once instead of waiting for a completion; a
@@ -1876,6 +1936,7 @@ int main(void)
 	tcase_add_test(tc, reserve_keeps_a_slot_for_a_light_tenant);
 	tcase_add_test(tc, s6_engine_matches_reference);
 	tcase_add_test(tc, s6_resting_entity_holds_v_not_the_others);
+	tcase_add_test(tc, held_beside_a_waiting_deep_tenant_is_counted);
 	tcase_add_test(tc, s6_random_sequences_consistent);
 	tcase_add_test(tc, tree_shares_by_weight_among_siblings);
 	tcase_add_test(tc, tree_group_share_divided_among_active);
