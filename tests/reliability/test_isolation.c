@@ -304,13 +304,13 @@ START_TEST(write_flood_does_not_stall_another_tenant_and_its_memory_returns)
 }
 END_TEST
 
-/* fio as the attacker, in its cgroup, on dir, with more arguments; returns its pid. */
-static pid_t spawn_attacker_fio(const char *dir, const char *const *more)
+/* fio as the tenant of cgroup name, as uid, on dir, with more arguments; returns its pid. */
+static pid_t spawn_fio_as(const char *name, uid_t uid, const char *dir, const char *const *more)
 {
 	pid_t fio = fork();
 	ck_assert_int_ge(fio, 0);
 	if (fio == 0) {
-		ctl_test_become(group_attacker, ATTACKER_UID);
+		ctl_test_become(name, uid);
 		char directory[500];
 		snprintf(directory, sizeof(directory), "--directory=%s", dir);
 		const char *argv[24] = {"fio", "--name=attack", directory, "--direct=1", "--ioengine=libaio",
@@ -324,27 +324,12 @@ static pid_t spawn_attacker_fio(const char *dir, const char *const *more)
 	return fio;
 }
 
-/* The same as the victim (its cgroup and uid). */
-static pid_t spawn_victim_fio(const char *dir, const char *const *more)
+static pid_t spawn_attacker_fio(const char *dir, const char *const *more)
 {
-	pid_t fio = fork();
-	ck_assert_int_ge(fio, 0);
-	if (fio == 0) {
-		ctl_test_become(group_victim, VICTIM_UID);
-		char directory[500];
-		snprintf(directory, sizeof(directory), "--directory=%s", dir);
-		const char *argv[24] = {"fio", "--name=deep", directory, "--direct=1", "--ioengine=libaio",
-					"--time_based", "--runtime=60", "--output=/dev/null"};
-		int n = 8;
-		for (; *more && n < 23; more++)
-			argv[n++] = *more;
-		execvp("fio", (char *const *)argv);
-		_exit(127);
-	}
-	return fio;
+	return spawn_fio_as(group_attacker, ATTACKER_UID, dir, more);
 }
 
-static void stop_attacker_fio(pid_t fio)
+static void stop_fio(pid_t fio)
 {
 	kill(fio, SIGTERM);
 	ck_assert_int_eq(waitpid(fio, NULL, 0), fio);
@@ -389,7 +374,7 @@ START_TEST(workers_busy_with_small_requests_give_back_their_write_buffers)
 	pid_t fio = spawn_attacker_fio(attacker_dir, flood);
 	wait_for_flood_queued(&m);
 	sleep(2);
-	stop_attacker_fio(fio);
+	stop_fio(fio);
 	long flood_kib = daemon_rss_kib(&m);
 
 	atomic_long *reads = mmap(NULL, sizeof(*reads), PROT_READ | PROT_WRITE,
@@ -497,7 +482,7 @@ START_TEST(kernel_queue_is_sized_in_bytes)
 		usleep(20000);
 	}
 	long during_flood = kernel_limit(ctl);
-	stop_attacker_fio(fio);
+	stop_fio(fio);
 	fprintf(stderr, "isolation: 1 MiB flood: at most %lld of the attacker's requests held, limit %ld\n",
 		(long long)most, during_flood);
 	ck_assert_int_gt(most, 32);
@@ -519,7 +504,7 @@ START_TEST(kernel_queue_is_sized_in_bytes)
 	 * a moment behind the fusectl file, never for long. */
 	long reported = 0;
 	CTL_TEST_POLL((reported = stat_max_background(&m)) >= 512); /* or moved on to 1024 */
-	stop_attacker_fio(fio);
+	stop_fio(fio);
 	ck_assert_int_ge(raised, 512);
 	ck_assert_int_ge(reported, 512);
 
@@ -527,7 +512,7 @@ START_TEST(kernel_queue_is_sized_in_bytes)
 	long lowered = 0;
 	CTL_TEST_POLL((lowered = kernel_limit(ctl)) == 64);
 	CTL_TEST_POLL((reported = stat_max_background(&m)) == 64);
-	stop_attacker_fio(fio);
+	stop_fio(fio);
 	ck_assert_int_eq(lowered, 64);
 	ck_assert_int_eq(reported, 64);
 
@@ -559,13 +544,13 @@ START_TEST(kernel_queue_makes_room_for_a_deep_tenant_behind_held_requests)
 
 	const char *deep[] = {"--rw=write", "--bs=1M", "--iodepth=64", "--size=256M", NULL};
 	pid_t light = spawn_attacker_fio(attacker_dir, deep);
-	pid_t heavy = spawn_victim_fio(victim_dir, deep);
+	pid_t heavy = spawn_fio_as(group_victim, VICTIM_UID, victim_dir, deep);
 	long raised = 0;
 	CTL_TEST_POLL((raised = kernel_limit(ctl)) > 64);
 	int64_t light_bytes = ctl_test_tenant_u64(m.mnt, group_attacker, "bytes.write");
 	int64_t heavy_bytes = ctl_test_tenant_u64(m.mnt, group_victim, "bytes.write");
-	stop_attacker_fio(light);
-	stop_attacker_fio(heavy);
+	stop_fio(light);
+	stop_fio(heavy);
 	fprintf(stderr, "isolation: two deep 1 MiB writers: limit %ld; served %lld (w100) and %lld (w10) bytes\n",
 		raised, (long long)heavy_bytes, (long long)light_bytes);
 	ck_assert_int_gt(raised, 64);
@@ -631,7 +616,7 @@ START_TEST(a_slot_is_kept_for_a_tenant_that_comes_and_goes)
 	ck_assert_int_gt(samples, 0);
 	CTL_TEST_POLL((stat_slots(&m, &inflight, &limit, &kept), kept == 0));
 	ck_assert_int_eq(kept, 0);
-	stop_attacker_fio(fio);
+	stop_fio(fio);
 	test_mount_require_clean_exit(test_mount_stop(&m));
 }
 END_TEST
