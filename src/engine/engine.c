@@ -2,6 +2,7 @@
 #include "fusesched/engine.h"
 #include "fusesched/bufpool.h"
 #include "fusesched/clock.h"
+#include "fusesched/fdio.h"
 #include "fusesched/open_files.h"
 #include "fusesched/personality.h"
 #include "fusesched/stats.h"
@@ -465,23 +466,6 @@ static int transfer_in_worker(struct engine_req *er, void *buf)
 	return 0;
 }
 
-/* A piped payload read whole into buf (the pipe is the worker's own, so it
- * holds the whole payload: a short read means the pipe is broken). */
-static int pipe_read_full(int fd, void *buf, size_t bytes)
-{
-	size_t got = 0;
-	while (got < bytes) {
-		ssize_t n = read(fd, (char *)buf + got, bytes - got);
-		if (n > 0)
-			got += (size_t)n;
-		else if (n < 0 && errno == EINTR)
-			continue;
-		else
-			return n < 0 ? -errno : -EIO;
-	}
-	return 0;
-}
-
 /*
  * A piped payload spliced into the backing file: the backing filesystem
  * copies it from the pages the kernel referenced into the pipe (for a
@@ -502,7 +486,7 @@ static int splice_in_worker(struct engine_req *er)
 			continue;
 		} else if (n < 0 && errno == EINVAL && !er->done_bytes) {
 			void *copy = malloc(er->size_bytes);
-			int res = copy ? pipe_read_full(er->payload_pipe_fd, copy, er->size_bytes) : -ENOMEM;
+			int res = copy ? fdio_read_full(er->payload_pipe_fd, copy, er->size_bytes) : -ENOMEM;
 			if (!res)
 				res = transfer_in_worker(er, copy);
 			free(copy);
@@ -693,7 +677,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 		}
 		int res = 0;
 		if (er->payload_pipe_fd >= 0)
-			res = pipe_read_full(er->payload_pipe_fd, er->buf, r->size_bytes);
+			res = fdio_read_full(er->payload_pipe_fd, er->buf, r->size_bytes);
 		else
 			memcpy(er->buf, r->write_data, r->size_bytes);
 		er->payload_pipe_fd = -1;

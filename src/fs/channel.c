@@ -23,6 +23,7 @@
  */
 #include "fs_internal.h"
 #include "fusesched/clock.h"
+#include "fusesched/fdio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -381,18 +382,7 @@ static bool pipe_open(void)
 /* n bytes of the request in the pipe into buf; false: the pipe failed. */
 static bool pipe_take(char *buf, size_t n)
 {
-	while (n) {
-		ssize_t got = read(pipe_fds[0], buf, n);
-		if (got > 0) {
-			buf += got;
-			n -= (size_t)got;
-		} else if (got < 0 && errno == EINTR) {
-			continue;
-		} else {
-			return false;
-		}
-	}
-	return true;
+	return fdio_read_full(pipe_fds[0], buf, n) == 0;
 }
 
 /* The worker stops keeping a spare until large writes come again. */
