@@ -529,6 +529,10 @@ END_TEST
  * in the kernel while the scheduler waits for them (they got 1:1). The
  * daemon makes room for what it holds beside the waiting deep tenant: the
  * limit rises past 64 while both write, and the victim is served more.
+ * The room is the attacker's to fill, so it must stay bounded: an attacker
+ * of depth 512 beside the victim leaves the limit at 256 of 1 MiB at most
+ * (the room is what the daemon already holds, which the limit bounds, and
+ * never more than ENGINE_KERNEL_QUEUE_HELD_BYTES; here it settles near 130).
  */
 START_TEST(kernel_queue_makes_room_for_a_deep_tenant_behind_held_requests)
 {
@@ -555,6 +559,23 @@ START_TEST(kernel_queue_makes_room_for_a_deep_tenant_behind_held_requests)
 		raised, (long long)heavy_bytes, (long long)light_bytes);
 	ck_assert_int_gt(raised, 64);
 	ck_assert_int_le(raised, 1024);
+
+	const char *deeper[] = {"--rw=write", "--bs=1M", "--iodepth=512", "--size=256M", NULL};
+	CTL_TEST_POLL(kernel_limit(ctl) == 64); /* the room given back */
+	light = spawn_attacker_fio(attacker_dir, deeper);
+	heavy = spawn_fio_as(group_victim, VICTIM_UID, victim_dir, deep);
+	long most = 0;
+	CTL_TEST_POLL((most = kernel_limit(ctl)) > 64);
+	for (int i = 0; i < 40; i++) {
+		long now = kernel_limit(ctl);
+		most = now > most ? now : most;
+		usleep(100000);
+	}
+	stop_fio(light);
+	stop_fio(heavy);
+	fprintf(stderr, "isolation: an attacker of depth 512 beside them: limit at most %ld\n", most);
+	ck_assert_int_gt(most, 64);
+	ck_assert_int_le(most, 256);
 	close(ctl);
 	test_mount_require_clean_exit(test_mount_stop(&m));
 }
