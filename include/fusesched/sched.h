@@ -153,6 +153,9 @@ struct sched_req {
 					 * completion to the next arrival, so a wait in the
 					 * daemon before the scheduler saw it is not counted
 					 * as the caller's thinking. */
+	uint64_t need_ns;		/* the store time it needs, where the caller knows it
+					 * (the simulator's own store, sim.h oracle_billing);
+					 * 0: billed by its time in flight (bfq.c) */
 
 	/* private to the scheduler; enqueue_ns may be read after completion */
 	struct sched_link link;		/* in its queue's (fifo: the scheduler's) request list */

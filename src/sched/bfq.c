@@ -100,6 +100,10 @@ static uint64_t time_charge_extra(const struct sched *s, const struct sched_req 
 	 * engine dispatches a batch at one instant and reaps it together, the
 	 * first of it are the in-service tenant's, and the heavier a tenant, the
 	 * more it would pay per byte. */
+	/* A store time known beforehand replaces the measure: only the
+	 * simulator knows it, to tell the measure's errors from the rest. */
+	if (r->need_ns)
+		share_ns = r->need_ns;
 	uint64_t t = share_ns / 1000 * s->rate.slot_bytes_per_s / 1000000;
 	return t > r->charge_bytes ? t - r->charge_bytes : 0;
 }

@@ -153,13 +153,18 @@ static enum sim_cost req_cost(const struct sched_req *r, bool dsync)
 	}
 }
 
-static void dev_start(struct sim *m, struct sim_req *r)
+/* The store's service time for r before jitter. */
+static uint64_t dev_need_ns(const struct sim *m, const struct sim_req *r)
 {
 	const struct sim_device *d = &m->sc->dev;
 	enum sim_cost c = req_cost(&r->sr, m->sc->t[r->tenant].dsync);
-	uint64_t ns = d->base_ns[c] + r->sr.bytes * d->ps_per_byte[c] / 1000;
+	return d->base_ns[c] + r->sr.bytes * d->ps_per_byte[c] / 1000;
+}
+
+static void dev_start(struct sim *m, struct sim_req *r)
+{
 	m->dev_busy++;
-	r->svc_ns = jitter(m, ns, d->jitter_pct);
+	r->svc_ns = jitter(m, dev_need_ns(m, r), m->sc->dev.jitter_pct);
 	ev_push(m, (struct ev){ .at_ns = m->now_ns + r->svc_ns, .type = EV_DONE, .r = r });
 }
 
@@ -288,6 +293,7 @@ static void on_arrive(struct sim *m, const struct ev *e)
 	r->sr.op = tc->op;
 	r->sr.bytes = tc->bytes;
 	r->sr.sync = tc->sync;
+	r->sr.need_ns = m->sc->oracle_billing ? dev_need_ns(m, r) : 0;
 	sched_enqueue(m->s, &r->sr, m->now_ns);
 }
 

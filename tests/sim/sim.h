@@ -117,6 +117,11 @@ struct sim_scenario {
 	 * child of the root with its own weight (the flat contrast); results
 	 * are still summed per group. Reweights of groups are then skipped. */
 	bool flat;
+	/* true: each request is billed the store time it needs as this store
+	 * serves it (sched_req.need_ns: the service time without jitter),
+	 * not its measured time in flight: what the scheduler would do if
+	 * its measure of store time were exact (fusesched-sim --oracle). */
+	bool oracle_billing;
 	uint32_t nreweights;
 	struct sim_reweight rw[SIM_MAX_REWEIGHTS];
 	uint32_t nwindows;

@@ -415,8 +415,9 @@ static void shape_detail(const struct sim_scenario *sc, const struct sim_matrix_
 
 /* One line per shape, then how many shapes kept each property. verbose:
  * each shape's tenants, windows and violations too. pol: the policy judged
- * (fifo too: what the properties ask beyond doing nothing). */
-static int matrix(uint64_t from, uint64_t n, bool verbose, const struct policy *pol)
+ * (fifo too: what the properties ask beyond doing nothing). oracle: bill
+ * the store time each request needs (sim.h oracle_billing). */
+static int matrix(uint64_t from, uint64_t n, bool verbose, bool oracle, const struct policy *pol)
 {
 	uint32_t pass_all = 0, applied[SIM_PROP_NR] = { 0 }, passed[SIM_PROP_NR] = { 0 };
 	uint32_t bytes_ok = 0;
@@ -425,6 +426,7 @@ static int matrix(uint64_t from, uint64_t n, bool verbose, const struct policy *
 		struct sim_scenario sc;
 		char desc[1024];
 		sim_matrix_shape(seed, &sc);
+		sc.oracle_billing = oracle;
 		sim_matrix_describe(&sc, desc, sizeof(desc));
 		int err = sim_matrix_run(&sc, pol->set, &o);
 		if (err) {
@@ -556,14 +558,14 @@ static bool parse_override(const char *arg)
 static int usage(void)
 {
 	fprintf(stderr, "usage: fusesched-sim [--bench-scale | --matrix N [--from SEED] [-v] |"
-			" --shape SEED] [--policy NAME] [--set PARAM=VALUE]...\n");
+			" --shape SEED] [--policy NAME] [--set PARAM=VALUE]... [--oracle]\n");
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && (!strcmp(argv[1], "--matrix") || !strcmp(argv[1], "--shape"))) {
-		bool shape = !strcmp(argv[1], "--shape"), verbose = shape;
+		bool shape = !strcmp(argv[1], "--shape"), verbose = shape, oracle = false;
 		uint64_t n = 1, from = 1;
 		const struct policy *pol = &policies[0];
 		if (argc < 3 || !parse_u64(argv[2], shape ? &from : &n) || !n)
@@ -574,6 +576,8 @@ int main(int argc, char **argv)
 				i++;
 			} else if (!strcmp(argv[i], "-v")) {
 				verbose = true;
+			} else if (!strcmp(argv[i], "--oracle")) {
+				oracle = true;
 			} else if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
 				size_t k = 0;
 				while (k < NPOLICIES && strcmp(policies[k].name, argv[i + 1]))
@@ -591,7 +595,7 @@ int main(int argc, char **argv)
 		}
 		judged = pol;
 		struct policy with_overrides = { pol->name, set_judged };
-		return matrix(from, n, verbose, &with_overrides);
+		return matrix(from, n, verbose, oracle, &with_overrides);
 	}
 	if (argc == 2 && !strcmp(argv[1], "--bench-scale")) {
 		printf("scheduler cost, bfq defaults, max_inflight 32:\n");
