@@ -131,6 +131,14 @@ struct sched_params {
 	uint64_t async_sync_window_ns;		/* 100 ms: ... if sync I/O arrived this recently */
 	uint64_t reserve_window_ns;		/* 1 s: slots kept for a shallow tenant gone idle; 0: none */
 	uint32_t reserve_max_pct;		/* 12: of max_inflight kept at most, for all of them */
+	/* The store's cost model, io.cost's linear one, [0] reads and [1]
+	 * writes (0: none, reads and writes are billed by their time in
+	 * flight): a request needs 1 / model_iops of the store's time (a
+	 * 4 KiB random request among many), and its bytes past 4 KiB at
+	 * model_bytes_per_s more (a large sequential one). Each of the
+	 * max_inflight slots is that share of the store (bfq.c). */
+	uint32_t model_iops[2];
+	uint64_t model_bytes_per_s[2];
 };
 
 /* A link of the scheduler's intrusive lists (src/sched/list.h); here only
@@ -155,7 +163,8 @@ struct sched_req {
 					 * as the caller's thinking. */
 	uint64_t need_ns;		/* the store time it needs, where the caller knows it
 					 * (the simulator's own store, sim.h oracle_billing);
-					 * 0: billed by its time in flight (bfq.c) */
+					 * 0: from the cost model if there is one, else
+					 * billed by its time in flight (bfq.c) */
 
 	/* private to the scheduler; enqueue_ns may be read after completion */
 	struct sched_link link;		/* in its queue's (fifo: the scheduler's) request list */

@@ -86,6 +86,31 @@ static void queue_charge(struct sched *s, struct sched_queue *q, uint64_t bytes)
  * the store's time in bytes), and never less than its bytes, which it is
  * charged at dispatch. Never a minimum per request, which would bill small
  * fast requests for store time they did not hold. */
+/*
+ * A store kept full makes every request wait alike, so its time in flight
+ * holds the line it waited in, not what it needed: a 4 KiB write behind
+ * 1 MiB ones was billed a fifth of what each of them was, where alone it
+ * needs a twelfth, and a w100 tenant of them kept 0.05 of its solo rate
+ * beside a w400 one of 1 MiB writes (0.2 due). Where the store's cost
+ * model is given (sched_params.model_iops, as `fusesched calibrate`
+ * measures it), a read or write is billed what the model says it needs
+ * instead: its part of the store's time, 1 / iops plus its bytes past
+ * 4 KiB at the bandwidth, times max_inflight (each slot being that share
+ * of the store, the unit the time in flight is counted in). 0: no model
+ * for its kind. A store time known beforehand (sched_req.need_ns, the
+ * simulator's) comes first.
+ */
+static uint64_t model_need_ns(const struct sched *s, const struct sched_req *r)
+{
+	int k = r->op == SCHED_OP_READ ? 0 : r->op == SCHED_OP_WRITE ? 1 : -1;
+	if (k < 0 || !s->p.model_iops[k])
+		return 0;
+	uint64_t past = r->bytes > 4096 ? r->bytes - 4096 : 0;
+	uint64_t ns = 1000000000ull / s->p.model_iops[k] +
+		      (uint64_t)((unsigned __int128)past * 1000000000u / s->p.model_bytes_per_s[k]);
+	return ns * s->p.max_inflight;
+}
+
 static uint64_t time_charge_extra(const struct sched *s, const struct sched_req *r,
 				  uint64_t share_ns)
 {
@@ -100,10 +125,9 @@ static uint64_t time_charge_extra(const struct sched *s, const struct sched_req 
 	 * engine dispatches a batch at one instant and reaps it together, the
 	 * first of it are the in-service tenant's, and the heavier a tenant, the
 	 * more it would pay per byte. */
-	/* A store time known beforehand replaces the measure: only the
-	 * simulator knows it, to tell the measure's errors from the rest. */
-	if (r->need_ns)
-		share_ns = r->need_ns;
+	uint64_t need_ns = r->need_ns ? r->need_ns : model_need_ns(s, r);
+	if (need_ns)
+		share_ns = need_ns;
 	uint64_t t = share_ns / 1000 * s->rate.slot_bytes_per_s / 1000000;
 	return t > r->charge_bytes ? t - r->charge_bytes : 0;
 }

@@ -72,7 +72,8 @@ static int params_check(const struct sched_params *p)
 	if (!p->peak_window_ns || p->idle_min_ns > p->idle_max_ns || !p->idle_think_pct)
 		return -EINVAL;
 	if (p->inject_slowdown_pct < 100 || p->inject_cycle_slowdown_pct < 100 || !p->waker_hits ||
-	    !p->async_depth_pct || p->async_depth_pct > 100 || p->reserve_max_pct > 100)
+	    !p->async_depth_pct || p->async_depth_pct > 100 || p->reserve_max_pct > 100 ||
+	    !p->model_iops[0] != !p->model_bytes_per_s[0] || !p->model_iops[1] != !p->model_bytes_per_s[1])
 		return -EINVAL;
 	return 0;
 }

@@ -60,6 +60,12 @@ START_TEST(params_validated)
 	sched_params_default(&p);
 	p.inject_cycle_slowdown_pct = 99;
 	ck_assert_int_eq(sched_new(&p, &s), -EINVAL);
+	sched_params_default(&p);
+	p.model_iops[1] = 40000;	/* a write model without its bandwidth */
+	ck_assert_int_eq(sched_new(&p, &s), -EINVAL);
+	p.model_bytes_per_s[1] = 3000000000ull;
+	ck_assert_int_eq(sched_new(&p, &s), 0);
+	sched_free(s);
 
 	s = new_sched(SCHED_POLICY_BFQ, 4);
 	struct sched_queue *q;

@@ -418,6 +418,41 @@ START_TEST(matrix_known_store_time_keeps_queued_store_shares)
 }
 END_TEST
 
+/* The same shape with the store's cost model given to bfq, as `fusesched
+ * calibrate` gives it on the real mount: each kind's 4 KiB requests a
+ * second and bytes a second with every slot busy. The model is exact for
+ * the simulated store, so every share holds as with the store's own
+ * times; without it the reader is billed its waits (the test above). */
+static struct sim_device model_dev;
+
+static void bfq_with_model(struct sched_params *p)
+{
+	sim_params_bfq(p);
+	static const enum sim_cost kinds[2] = { SIM_COST_READ, SIM_COST_WRITE };
+	for (int k = 0; k < 2; k++) {
+		uint64_t ps = model_dev.ps_per_byte[kinds[k]];
+		uint64_t ns_4k = model_dev.base_ns[kinds[k]] + 4096 * ps / 1000;
+		p->model_iops[k] = (uint32_t)(model_dev.slots * 1000000000ull / ns_4k);
+		p->model_bytes_per_s[k] = model_dev.slots * 1000000000000ull / ps;
+	}
+}
+
+START_TEST(matrix_store_cost_model_keeps_queued_store_shares)
+{
+	struct sim_scenario sc;
+	static struct sim_matrix_outcome o;
+	sim_matrix_shape(12, &sc);
+	model_dev = sc.dev;
+	ck_assert_int_eq(sim_matrix_run(&sc, bfq_with_model, &o), 0);
+	for (uint32_t i = 0; i < sc.ntenants; i++)
+		for (uint32_t w = 0; w < sc.nwindows; w++)
+			ck_assert_msg(fabs(o.t[i].got[w] - o.t[i].target[w]) <=
+					      SIM_MATRIX_SHARE_TOL * o.t[i].target[w],
+				      "tenant %u window %u: %.3f slots, target %.3f", i, w,
+				      o.t[i].got[w], o.t[i].target[w]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched_matrix");
@@ -430,6 +465,7 @@ int main(void)
 	tcase_add_test(tc, matrix_deterministic);
 	tcase_add_test(tc, matrix_light_barrier_tenants_keep_their_weight);
 	tcase_add_test(tc, matrix_known_store_time_keeps_queued_store_shares);
+	tcase_add_test(tc, matrix_store_cost_model_keeps_queued_store_shares);
 	suite_add_tcase(s, tc);
 	TCase *shapes = tcase_create("shapes");
 	/* a shape is three to ten short runs; ASan is ~4x slower */
