@@ -1,4 +1,5 @@
-/* Command line: mount | stat | reload | check-config | version | help. */
+/* Command line: mount | stat | reload | check-config | calibrate | version | help. */
+#include "fusesched/calibrate.h"
 #include "fusesched/config.h"
 #include "fusesched/ctl.h"
 #include "fusesched/daemon.h"
@@ -27,6 +28,7 @@ static void print_usage(FILE *out)
 		"  fusesched stat [MOUNTPOINT] [--json|--prometheus] [--watch SECONDS] [--sort COLUMN]\n"
 		"  fusesched reload [MOUNTPOINT]               (re-read the config file; also SIGHUP)\n"
 		"  fusesched check-config FILE                 (validate, print effective settings)\n"
+		"  fusesched calibrate BACKING [--seconds S]   (measure the store: read_cost, write_cost)\n"
 		"  fusesched version\n"
 		"  fusesched --help\n"
 		"\n"
@@ -138,6 +140,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "check-config") == 0)
 		return cmd_check_config(argc - 2, argv + 2);
+	if (strcmp(cmd, "calibrate") == 0)
+		return calibrate_run(argc - 2, argv + 2);
 	if (strcmp(cmd, "stat") == 0)
 		return ctl_run_stat(argc - 2, argv + 2);
 	if (strcmp(cmd, "reload") == 0)

@@ -235,6 +235,40 @@ static int set_idle(const struct key_desc *key, void *field, const char *text,
 	return rc;
 }
 
+/* "off", or two numbers: IOPS (key->min..key->max) and MB/s (1..10^7). */
+static int set_cost(const struct key_desc *key, void *field, const char *text,
+		    char *msg, size_t msg_len)
+{
+	struct config_cost *c = field;
+	unsigned long long iops, mb;
+	char tail;
+
+	if (strcasecmp(text, "off") == 0) {
+		*c = (struct config_cost){ 0, 0 };
+		return 0;
+	}
+	if (sscanf(text, "%llu %llu %c", &iops, &mb, &tail) != 2 || *text < '0' || *text > '9' ||
+	    iops < key->min || iops > key->max || mb < 1 || mb > 10000000) {
+		snprintf(msg, msg_len,
+			 "%s must be off or IOPS and MB/s, e.g. '40000 3000' (IOPS %u..%u, "
+			 "MB/s 1..10000000; fusesched calibrate measures them), got '%s'",
+			 key->name, key->min, key->max, text);
+		return -EINVAL;
+	}
+	*c = (struct config_cost){ (uint32_t)iops, (uint32_t)mb };
+	return 0;
+}
+
+static void print_cost(const struct key_desc *key, const void *field, FILE *out)
+{
+	const struct config_cost *c = field;
+
+	if (c->iops)
+		fprintf(out, "%s = %u %u\n", key->name, c->iops, c->mb_per_s);
+	else
+		fprintf(out, "%s = off\n", key->name);
+}
+
 static void print_idle(const struct key_desc *key, const void *field, FILE *out)
 {
 	const struct config_scheduler *s = field;
@@ -510,6 +544,10 @@ static const struct key_desc keys[] = {
 	  NULL, "100", AT_RELOAD },
 	{ SEC_SCHEDULER, "honor_cgroup_weights", set_bool, print_bool,
 	  CFG(scheduler.honor_cgroup_weights), 0, 0, NULL, "yes", AT_RELOAD },
+	{ SEC_SCHEDULER, "read_cost", set_cost, print_cost,
+	  CFG(scheduler.read_cost), 1, 100000000, NULL, "off", AT_MOUNT },
+	{ SEC_SCHEDULER, "write_cost", set_cost, print_cost,
+	  CFG(scheduler.write_cost), 1, 100000000, NULL, "off", AT_MOUNT },
 
 	{ SEC_TENANTS, "hierarchy", set_enum, print_enum,
 	  CFG(tenants.hierarchy), 0, 0, hierarchy_names, "auto", AT_RELOAD },

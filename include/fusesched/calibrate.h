@@ -1,0 +1,43 @@
+/* fusesched calibrate DIR: the backing store's cost model, measured.
+ *
+ * The scheduler bills a read or write by its time in flight unless the
+ * store's cost model is given ([scheduler] read_cost and write_cost, as
+ * io.cost's linear model: 4 KiB random requests a second and MB/s of large
+ * sequential ones, each with many requests at once). On a store kept full
+ * every request waits alike, so the time in flight holds the wait and small
+ * requests beside large ones pay for it (docs/DESIGN.md section 9). This
+ * measures the four numbers on a scratch file in DIR (unlinked at once,
+ * O_DIRECT where the filesystem takes it) through io_uring.
+ */
+#ifndef FUSESCHED_CALIBRATE_H
+#define FUSESCHED_CALIBRATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CALIBRATE_FILE_BYTES (256u << 20)
+#define CALIBRATE_SMALL_BYTES 4096u
+#define CALIBRATE_SMALL_DEPTH 32u
+#define CALIBRATE_LARGE_BYTES (1u << 20)
+#define CALIBRATE_LARGE_DEPTH 8u
+
+struct calibrate_result {
+	bool direct;			/* O_DIRECT (else the page cache was measured too) */
+	double seconds;			/* each of the four measures */
+	uint64_t read_iops, read_mb_per_s;
+	uint64_t write_iops, write_mb_per_s;
+};
+
+/* 0, or a negative errno with err naming what failed and where. */
+int calibrate_store(const char *dir, double seconds, struct calibrate_result *out, char *err,
+		    size_t err_len);
+
+/* The result as [scheduler] lines with comments, ready for a config file. */
+void calibrate_print(const char *dir, const struct calibrate_result *r, FILE *out);
+
+/* `fusesched calibrate DIR [--seconds S]`: exit status 0, 1 on a failure, 2 on usage. */
+int calibrate_run(int argc, char **argv);
+
+#endif

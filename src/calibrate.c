@@ -1,0 +1,234 @@
+/* fusesched calibrate: the backing store's cost model, measured (calibrate.h). */
+#include "fusesched/calibrate.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct pass {
+	bool write, random;
+	uint32_t bytes, depth;
+	uint64_t until_ns;	/* 0: once over the file, in order (the fill) */
+	uint64_t ops, moved;	/* completed */
+	uint64_t next_block, rng;
+};
+
+static uint64_t pass_offset(struct pass *p)
+{
+	uint64_t blocks = CALIBRATE_FILE_BYTES / p->bytes;
+	if (!p->random)
+		return (p->next_block++ % blocks) * p->bytes;
+	p->rng ^= p->rng << 13;	/* xorshift64: any spread will do */
+	p->rng ^= p->rng >> 7;
+	p->rng ^= p->rng << 17;
+	return (p->rng % blocks) * p->bytes;
+}
+
+static bool pass_more(const struct pass *p, uint64_t issued)
+{
+	if (p->until_ns)
+		return now_ns() < p->until_ns;
+	return issued < CALIBRATE_FILE_BYTES / p->bytes;
+}
+
+static void queue_one(struct io_uring *ring, int fd, struct pass *p, void *buf, uint32_t slot)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);	/* the ring has a slot for each */
+	uint64_t off = pass_offset(p);
+	if (p->write)
+		io_uring_prep_write(sqe, fd, buf, p->bytes, off);
+	else
+		io_uring_prep_read(sqe, fd, buf, p->bytes, off);
+	io_uring_sqe_set_data64(sqe, slot);
+}
+
+/* depth requests at once until the pass is over; 0 or -errno with err set. */
+static int run_pass(struct io_uring *ring, int fd, char **bufs, struct pass *p, const char *dir,
+		    char *err, size_t err_len)
+{
+	uint64_t issued = 0;
+	uint32_t inflight = 0;
+	for (uint32_t i = 0; i < p->depth && pass_more(p, issued); i++, issued++, inflight++)
+		queue_one(ring, fd, p, bufs[i], i);
+	while (inflight) {
+		int rc = io_uring_submit_and_wait(ring, 1);
+		if (rc < 0 && rc != -EINTR) {
+			snprintf(err, err_len, "io_uring on %s: %s", dir, strerror(-rc));
+			return rc;
+		}
+		struct io_uring_cqe *cqe;
+		while (inflight && io_uring_peek_cqe(ring, &cqe) == 0) {
+		int res = cqe->res;
+		uint32_t slot = (uint32_t)io_uring_cqe_get_data64(cqe);
+		io_uring_cqe_seen(ring, cqe);
+		inflight--;
+		if (res < 0 || (uint32_t)res != p->bytes) {
+			snprintf(err, err_len, "%s a scratch file in %s: %s",
+				 p->write ? "writing" : "reading", dir,
+				 res < 0 ? strerror(-res) : "short transfer");
+			return res < 0 ? res : -EIO;
+		}
+		p->ops++;
+		p->moved += p->bytes;
+		if (pass_more(p, issued)) {
+			queue_one(ring, fd, p, bufs[slot], slot);
+			issued++;
+			inflight++;
+		}
+		}
+	}
+	return 0;
+}
+
+static int open_scratch(const char *dir, bool *direct, char *err, size_t err_len)
+{
+	char path[4096];
+	int n = snprintf(path, sizeof(path), "%s/.fusesched-calibrate.%ld", dir, (long)getpid());
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		snprintf(err, err_len, "%s: name too long", dir);
+		return -ENAMETOOLONG;
+	}
+	*direct = true;
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_DIRECT | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EINVAL) {	/* no O_DIRECT here: measure what there is */
+		*direct = false;
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	}
+	if (fd < 0) {
+		int e = errno;
+		snprintf(err, err_len, "creating a scratch file in %s: %s", dir, strerror(e));
+		return -e;
+	}
+	(void)unlink(path);	/* nothing is left behind, whatever happens next */
+	return fd;
+}
+
+int calibrate_store(const char *dir, double seconds, struct calibrate_result *out, char *err,
+		    size_t err_len)
+{
+	memset(out, 0, sizeof(*out));
+	out->seconds = seconds;
+	int fd = open_scratch(dir, &out->direct, err, err_len);
+	if (fd < 0)
+		return fd;
+	const uint32_t nbufs = CALIBRATE_SMALL_DEPTH;
+	char *bufs[CALIBRATE_SMALL_DEPTH] = { 0 };
+	struct io_uring ring;
+	int rc = io_uring_queue_init(nbufs, &ring, 0);
+	if (rc < 0) {
+		snprintf(err, err_len, "io_uring: %s", strerror(-rc));
+		close(fd);
+		return rc;
+	}
+	for (uint32_t i = 0; i < nbufs && !rc; i++) {
+		void *b;
+		rc = -posix_memalign(&b, 4096, CALIBRATE_LARGE_BYTES);
+		if (!rc) {
+			memset(b, 0x5a + (int)i, CALIBRATE_LARGE_BYTES);
+			bufs[i] = b;
+		} else {
+			snprintf(err, err_len, "buffers: %s", strerror(-rc));
+		}
+	}
+	uint64_t span_ns = (uint64_t)(seconds * 1e9);
+	/* The fill first, so that every later write overwrites and every read
+	 * reads what the store holds; then large ones before small ones. */
+	struct pass passes[] = {
+		{ .write = true, .bytes = CALIBRATE_LARGE_BYTES, .depth = CALIBRATE_LARGE_DEPTH },
+		{ .write = true, .bytes = CALIBRATE_LARGE_BYTES, .depth = CALIBRATE_LARGE_DEPTH },
+		{ .write = true, .random = true, .bytes = CALIBRATE_SMALL_BYTES,
+		  .depth = CALIBRATE_SMALL_DEPTH },
+		{ .bytes = CALIBRATE_LARGE_BYTES, .depth = CALIBRATE_LARGE_DEPTH },
+		{ .random = true, .bytes = CALIBRATE_SMALL_BYTES, .depth = CALIBRATE_SMALL_DEPTH },
+	};
+	uint64_t rate[5] = { 0 };
+	for (size_t i = 0; i < sizeof(passes) / sizeof(passes[0]) && !rc; i++) {
+		struct pass *p = &passes[i];
+		p->rng = 0x9e3779b97f4a7c15ull + i;
+		uint64_t start = now_ns();
+		if (i)
+			p->until_ns = start + span_ns;
+		rc = run_pass(&ring, fd, bufs, p, dir, err, err_len);
+		uint64_t took = now_ns() - start;
+		if (!rc && took)
+			rate[i] = (uint64_t)((double)(p->random ? p->ops : p->moved) * 1e9 / (double)took);
+	}
+	if (!rc) {
+		out->write_mb_per_s = rate[1] / 1000000u ? rate[1] / 1000000u : 1;
+		out->write_iops = rate[2] ? rate[2] : 1;
+		out->read_mb_per_s = rate[3] / 1000000u ? rate[3] / 1000000u : 1;
+		out->read_iops = rate[4] ? rate[4] : 1;
+	}
+	io_uring_queue_exit(&ring);
+	for (uint32_t i = 0; i < nbufs; i++)
+		free(bufs[i]);
+	close(fd);
+	return rc;
+}
+
+void calibrate_print(const char *dir, const struct calibrate_result *r, FILE *out)
+{
+	fprintf(out,
+		"; %s, measured by fusesched calibrate: %.1f s each, %s, a %u MiB scratch file.\n"
+		";   %u KiB random reads, %u at once: %llu a second; %u MiB sequential reads, %u at once: %llu MB/s\n"
+		";   %u KiB random writes, %u at once: %llu a second; %u MiB sequential writes, %u at once: %llu MB/s\n"
+		"; For the [scheduler] section:\n"
+		"read_cost = %llu %llu\n"
+		"write_cost = %llu %llu\n",
+		dir, r->seconds,
+		r->direct ? "O_DIRECT" : "through the page cache (no O_DIRECT here: the reads may be the cache's)",
+		CALIBRATE_FILE_BYTES >> 20, CALIBRATE_SMALL_BYTES >> 10, CALIBRATE_SMALL_DEPTH,
+		(unsigned long long)r->read_iops, CALIBRATE_LARGE_BYTES >> 20, CALIBRATE_LARGE_DEPTH,
+		(unsigned long long)r->read_mb_per_s, CALIBRATE_SMALL_BYTES >> 10, CALIBRATE_SMALL_DEPTH,
+		(unsigned long long)r->write_iops, CALIBRATE_LARGE_BYTES >> 20, CALIBRATE_LARGE_DEPTH,
+		(unsigned long long)r->write_mb_per_s, (unsigned long long)r->read_iops,
+		(unsigned long long)r->read_mb_per_s, (unsigned long long)r->write_iops,
+		(unsigned long long)r->write_mb_per_s);
+}
+
+int calibrate_run(int argc, char **argv)
+{
+	const char *dir = NULL;
+	double seconds = 2.0;
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+			char *end;
+			seconds = strtod(argv[++i], &end);
+			if (*end || !(seconds >= 0.1 && seconds <= 60)) {
+				fprintf(stderr, "fusesched: calibrate: --seconds must be 0.1..60, got '%s'\n",
+					argv[i]);
+				return 2;
+			}
+		} else if (!dir && argv[i][0] != '-') {
+			dir = argv[i];
+		} else {
+			fprintf(stderr, "fusesched: calibrate: unexpected argument '%s'\n"
+					"usage: fusesched calibrate BACKING [--seconds S]\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!dir) {
+		fprintf(stderr, "fusesched: calibrate needs the backing directory\n"
+				"usage: fusesched calibrate BACKING [--seconds S]\n");
+		return 2;
+	}
+	struct calibrate_result r;
+	char err[512];
+	if (calibrate_store(dir, seconds, &r, err, sizeof(err)) < 0) {
+		fprintf(stderr, "fusesched: calibrate: %s\n", err);
+		return 1;
+	}
+	calibrate_print(dir, &r, stdout);
+	return 0;
+}
