@@ -57,6 +57,8 @@ START_TEST(empty_file_gives_defaults)
 	ck_assert_uint_eq(cfg->scheduler.reserve_ms, 1000);
 	ck_assert_uint_eq(cfg->scheduler.default_weight, 100);
 	ck_assert(cfg->scheduler.honor_cgroup_weights);
+	ck_assert_uint_eq(cfg->scheduler.read_cost.iops, 0);
+	ck_assert_uint_eq(cfg->scheduler.write_cost.iops, 0);
 	ck_assert_int_eq(cfg->tenants.hierarchy, CONFIG_HIERARCHY_AUTO);
 	ck_assert_uint_eq(cfg->tenants.cache_ttl_ms, 1000);
 	ck_assert_uint_eq(cfg->tenants.retire_idle_ms, 60000);
@@ -89,6 +91,8 @@ START_TEST(full_file_sets_every_key)
 		"reserve_ms = 0\n"
 		"default_weight = 50\n"
 		"honor_cgroup_weights = no\n"
+		"read_cost = 53330 3337\n"
+		"write_cost = 41188 3151\n"
 		"\n"
 		"[tenants]\n"
 		"hierarchy = blkio\n"
@@ -118,6 +122,10 @@ START_TEST(full_file_sets_every_key)
 	ck_assert_uint_eq(cfg->scheduler.busy_poll_us, 0);
 	ck_assert_uint_eq(cfg->scheduler.reserve_ms, 0);
 	ck_assert_uint_eq(cfg->scheduler.default_weight, 50);
+	ck_assert_uint_eq(cfg->scheduler.read_cost.iops, 53330);
+	ck_assert_uint_eq(cfg->scheduler.read_cost.mb_per_s, 3337);
+	ck_assert_uint_eq(cfg->scheduler.write_cost.iops, 41188);
+	ck_assert_uint_eq(cfg->scheduler.write_cost.mb_per_s, 3151);
 	ck_assert(!cfg->scheduler.honor_cgroup_weights);
 	ck_assert_int_eq(cfg->tenants.hierarchy, CONFIG_HIERARCHY_BLKIO);
 	ck_assert_uint_eq(cfg->tenants.cache_ttl_ms, 0);
@@ -127,7 +135,7 @@ START_TEST(full_file_sets_every_key)
 	ck_assert_uint_eq(cfg->group_count, 3);
 	ck_assert_str_eq(cfg->groups[0].pattern, "/tenants/gold");
 	ck_assert_uint_eq(cfg->groups[0].weight, 800);
-	ck_assert_uint_eq(cfg->groups[0].line, 21);
+	ck_assert_uint_eq(cfg->groups[0].line, 23);
 	ck_assert_str_eq(cfg->groups[1].pattern, "/system.slice/docker-*.scope");
 	ck_assert_uint_eq(cfg->groups[1].weight, 200);
 	ck_assert_str_eq(cfg->groups[2].pattern, "/odd/[ab]]/\"q\\");
@@ -209,6 +217,18 @@ START_TEST(bad_numbers)
 		     "t.conf:2: max_inflight must be 1..4096, got 4294967328");
 	expect_error("[scheduler]\nmax_inflight = 99999999999999999999999\n",
 		     "t.conf:2: max_inflight must be 1..4096, got 99999999999999999999999");
+	expect_error("[scheduler]\nwrite_cost = 41188\n",
+		     "t.conf:2: write_cost must be off or IOPS and MB/s, e.g. '40000 3000' (IOPS "
+		     "1..100000000, MB/s 1..10000000; fusesched calibrate measures them), got '41188'");
+	expect_error("[scheduler]\nread_cost = 0 3000\n",
+		     "t.conf:2: read_cost must be off or IOPS and MB/s, e.g. '40000 3000' (IOPS "
+		     "1..100000000, MB/s 1..10000000; fusesched calibrate measures them), got '0 3000'");
+	expect_error("[scheduler]\nread_cost = 40000 3000 9\n",
+		     "t.conf:2: read_cost must be off or IOPS and MB/s, e.g. '40000 3000' (IOPS "
+		     "1..100000000, MB/s 1..10000000; fusesched calibrate measures them), got '40000 3000 9'");
+	expect_error("[scheduler]\nread_cost = -4 3000\n",
+		     "t.conf:2: read_cost must be off or IOPS and MB/s, e.g. '40000 3000' (IOPS "
+		     "1..100000000, MB/s 1..10000000; fusesched calibrate measures them), got '-4 3000'");
 	expect_error("[scheduler]\nidle = sometimes\n",
 		     "t.conf:2: idle must be auto, off or microseconds (1..1000000), got 'sometimes'");
 	expect_error("[scheduler]\nhonor_cgroup_weights = maybe\n",
@@ -400,7 +420,7 @@ END_TEST
 START_TEST(print_round_trips)
 {
 	static const char text[] =
-		"[scheduler]\nidle = 300\nhonor_cgroup_weights = off\n"
+		"[scheduler]\nidle = 300\nhonor_cgroup_weights = off\nwrite_cost = 41188 3151\n"
 		"[control]\ngroup = 1000\n"
 		"[group \"/a\\\"b\"]\nweight = 7\n[group \"/c/*\"]\nweight = 9\n"
 		"[group \"/k/**/p*\"]\naccount = subtree\nweight = 8\n";
@@ -414,7 +434,7 @@ START_TEST(print_round_trips)
 	ck_assert_int_eq(config_print(cfg, mem), 0);
 	fclose(mem);
 	ck_assert_ptr_nonnull(strstr(out1, "\n[scheduler]\npolicy = bfq\nmax_inflight = 32\nlearn_depth = no\nwork_conserving = auto\nidle = 300\n"));
-	ck_assert_ptr_nonnull(strstr(out1, "honor_cgroup_weights = no\n"));
+	ck_assert_ptr_nonnull(strstr(out1, "honor_cgroup_weights = no\nread_cost = off\nwrite_cost = 41188 3151\n"));
 	ck_assert_ptr_nonnull(strstr(out1, "socket = auto\ngroup = 1000\n"));
 	ck_assert_ptr_nonnull(strstr(out1, "[group \"/a\\\"b\"]\nweight = 7\naccount = cgroup\n"));
 	ck_assert_ptr_nonnull(strstr(out1, "[group \"/k/**/p*\"]\nweight = 8\naccount = subtree\n"));
