@@ -395,7 +395,7 @@ END_TEST
 /* Matrix seed 12: a w7 reader of 16 KiB beside a w17 writer of 512 KiB on
  * a store of 4 slots behind 16 dispatch slots, both always queued in the
  * store's own line. Billed by time in flight, each request pays the line
- * it waited in and the shares wander (the reader 0.18-2.4 slots against
+ * it waited in and the reader starves (0.18-0.33 slots against
  * 1.17). Billed the store time each request needs (the simulator's own,
  * sched_req.need_ns), every share holds in every window: what fails there
  * is the measure of store time, not the scheduling on it. */
