@@ -53,42 +53,47 @@ static void queue_one(struct io_uring *ring, int fd, struct pass *p, void *buf, 
 	io_uring_sqe_set_data64(sqe, slot);
 }
 
-/* depth requests at once until the pass is over; 0 or -errno with err set. */
+/* depth requests at once until the pass is over; 0 or -errno with err set.
+ * On a failure the requests still out are waited for: their buffers are
+ * freed after. */
 static int run_pass(struct io_uring *ring, int fd, char **bufs, struct pass *p, const char *dir,
 		    char *err, size_t err_len)
 {
 	uint64_t issued = 0;
 	uint32_t inflight = 0;
+	int failed = 0;
 	for (uint32_t i = 0; i < p->depth && pass_more(p, issued); i++, issued++, inflight++)
 		queue_one(ring, fd, p, bufs[i], i);
 	while (inflight) {
 		int rc = io_uring_submit_and_wait(ring, 1);
 		if (rc < 0 && rc != -EINTR) {
 			snprintf(err, err_len, "io_uring on %s: %s", dir, strerror(-rc));
-			return rc;
+			return rc;	/* nothing can be waited for: the ring is broken */
 		}
 		struct io_uring_cqe *cqe;
 		while (inflight && io_uring_peek_cqe(ring, &cqe) == 0) {
-		int res = cqe->res;
-		uint32_t slot = (uint32_t)io_uring_cqe_get_data64(cqe);
-		io_uring_cqe_seen(ring, cqe);
-		inflight--;
-		if (res < 0 || (uint32_t)res != p->bytes) {
-			snprintf(err, err_len, "%s a scratch file in %s: %s",
-				 p->write ? "writing" : "reading", dir,
-				 res < 0 ? strerror(-res) : "short transfer");
-			return res < 0 ? res : -EIO;
-		}
-		p->ops++;
-		p->moved += p->bytes;
-		if (pass_more(p, issued)) {
-			queue_one(ring, fd, p, bufs[slot], slot);
-			issued++;
-			inflight++;
-		}
+			int res = cqe->res;
+			uint32_t slot = (uint32_t)io_uring_cqe_get_data64(cqe);
+			io_uring_cqe_seen(ring, cqe);
+			inflight--;
+			if (!failed && (res < 0 || (uint32_t)res != p->bytes)) {
+				snprintf(err, err_len, "%s a scratch file in %s: %s",
+					 p->write ? "writing" : "reading", dir,
+					 res < 0 ? strerror(-res) : "short transfer");
+				failed = res < 0 ? res : -EIO;
+			}
+			if (failed)
+				continue;
+			p->ops++;
+			p->moved += p->bytes;
+			if (pass_more(p, issued)) {
+				queue_one(ring, fd, p, bufs[slot], slot);
+				issued++;
+				inflight++;
+			}
 		}
 	}
-	return 0;
+	return failed;
 }
 
 static int open_scratch(const char *dir, bool *direct, char *err, size_t err_len)
