@@ -78,14 +78,6 @@ static void queue_charge(struct sched *s, struct sched_queue *q, uint64_t bytes)
 	sched_wf2q_advance(&s->wq, bytes);
 }
 
-/* A weight is a share of the store's time, and requests hold the store for
- * very different times per byte: a 4 KiB random read many times longer per
- * byte than a 1 MiB sequential one, a dsync write longer than a buffered
- * one, a barrier moves no bytes at all. So every request pays for the store
- * time it held, at the slot rate (the fastest one request has moved bytes:
- * the store's time in bytes), and never less than its bytes, which it is
- * charged at dispatch. Never a minimum per request, which would bill small
- * fast requests for store time they did not hold. */
 /*
  * A store kept full makes every request wait alike, so its time in flight
  * holds the line it waited in, not what it needed: a 4 KiB write behind
@@ -111,6 +103,14 @@ static uint64_t model_need_ns(const struct sched *s, const struct sched_req *r)
 	return ns * s->p.max_inflight;
 }
 
+/* A weight is a share of the store's time, and requests hold the store for
+ * very different times per byte: a 4 KiB random read many times longer per
+ * byte than a 1 MiB sequential one, a dsync write longer than a buffered
+ * one, a barrier moves no bytes at all. So every request pays for the store
+ * time it held, at the slot rate (the fastest one request has moved bytes:
+ * the store's time in bytes), and never less than its bytes, which it is
+ * charged at dispatch. Never a minimum per request, which would bill small
+ * fast requests for store time they did not hold. */
 static uint64_t time_charge_extra(const struct sched *s, const struct sched_req *r,
 				  uint64_t share_ns)
 {
