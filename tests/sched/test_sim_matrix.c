@@ -428,13 +428,7 @@ static struct sim_device model_dev;
 static void bfq_with_model(struct sched_params *p)
 {
 	sim_params_bfq(p);
-	static const enum sim_cost kinds[2] = { SIM_COST_READ, SIM_COST_WRITE };
-	for (int k = 0; k < 2; k++) {
-		uint64_t ps = model_dev.ps_per_byte[kinds[k]];
-		uint64_t ns_4k = model_dev.base_ns[kinds[k]] + 4096 * ps / 1000;
-		p->model_iops[k] = (uint32_t)(model_dev.slots * 1000000000ull / ns_4k);
-		p->model_bytes_per_s[k] = model_dev.slots * 1000000000000ull / ps;
-	}
+	sim_device_cost_model(&model_dev, p);
 }
 
 START_TEST(matrix_store_cost_model_keeps_queued_store_shares)

@@ -24,6 +24,19 @@ void sim_device_fast(struct sim_device *d, uint32_t slots)
 	};
 }
 
+void sim_device_cost_model(const struct sim_device *d, struct sched_params *p)
+{
+	static const enum sim_cost kinds[2] = { SIM_COST_READ, SIM_COST_WRITE };
+	for (int k = 0; k < 2; k++) {
+		uint64_t ps = d->ps_per_byte[kinds[k]];
+		uint64_t ns_4k = d->base_ns[kinds[k]] + 4096 * ps / 1000;
+		p->model_iops[k] = (uint32_t)(d->slots * 1000000000ull / ns_4k);
+		p->model_bytes_per_s[k] = ps ? d->slots * 1000000000000ull / ps : 0;
+		if (!p->model_bytes_per_s[k])
+			p->model_iops[k] = 0;
+	}
+}
+
 static void scenario_base(struct sim_scenario *sc, const char *name, const char *about,
 			  uint32_t slots, uint64_t duration_ns)
 {

@@ -423,13 +423,18 @@ static void shape_detail(const struct sim_scenario *sc, const struct sim_matrix_
 		printf("  %s\n", o->v[v].why);
 }
 
+/* --model: the judged policy is given each shape's store's cost model
+ * (sim_device_cost_model), as the daemon is by read_cost and write_cost. */
+static const struct sim_device *model_of_shape;
+
 /* One line per shape, then how many shapes kept each property. verbose:
  * each shape's tenants, windows and violations too. pol: the policy judged
  * (fifo too: what the properties ask beyond doing nothing). oracle: bill
- * the store time each request needs (sim.h oracle_billing). */
-static int matrix(uint64_t from, uint64_t n, bool verbose, bool oracle, const struct policy *pol)
-{
-	uint32_t pass_all = 0, applied[SIM_PROP_NR] = { 0 }, passed[SIM_PROP_NR] = { 0 };
+ * the store time each request needs (sim.h oracle_billing). model: give
+ * the store's cost model. */
+static int matrix(uint64_t from, uint64_t n, bool verbose, bool oracle, bool model,
+		  const struct policy *pol)
+{	uint32_t pass_all = 0, applied[SIM_PROP_NR] = { 0 }, passed[SIM_PROP_NR] = { 0 };
 	uint32_t bytes_ok = 0;
 	static struct sim_matrix_outcome o;	/* big: results of three runs */
 	for (uint64_t seed = from; seed < from + n; seed++) {
@@ -437,6 +442,7 @@ static int matrix(uint64_t from, uint64_t n, bool verbose, bool oracle, const st
 		char desc[1024];
 		sim_matrix_shape(seed, &sc);
 		sc.oracle_billing = oracle;
+		model_of_shape = model ? &sc.dev : NULL;
 		sim_matrix_describe(&sc, desc, sizeof(desc));
 		int err = sim_matrix_run(&sc, pol->set, &o);
 		if (err) {
@@ -521,6 +527,8 @@ static const struct policy *judged;
 static void set_judged(struct sched_params *p)
 {
 	judged->set(p);
+	if (model_of_shape)
+		sim_device_cost_model(model_of_shape, p);
 	for (size_t i = 0; i < noverrides; i++) {
 		char *at = (char *)p + overrides[i].field->offset;
 		switch (overrides[i].field->kind) {
@@ -568,14 +576,14 @@ static bool parse_override(const char *arg)
 static int usage(void)
 {
 	fprintf(stderr, "usage: fusesched-sim [--bench-scale | --matrix N [--from SEED] [-v] |"
-			" --shape SEED] [--policy NAME] [--set PARAM=VALUE]... [--oracle]\n");
+			" --shape SEED] [--policy NAME] [--set PARAM=VALUE]... [--oracle | --model]\n");
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && (!strcmp(argv[1], "--matrix") || !strcmp(argv[1], "--shape"))) {
-		bool shape = !strcmp(argv[1], "--shape"), verbose = shape, oracle = false;
+		bool shape = !strcmp(argv[1], "--shape"), verbose = shape, oracle = false, model = false;
 		uint64_t n = 1, from = 1;
 		const struct policy *pol = &policies[0];
 		if (argc < 3 || !parse_u64(argv[2], shape ? &from : &n) || !n)
@@ -588,6 +596,8 @@ int main(int argc, char **argv)
 				verbose = true;
 			} else if (!strcmp(argv[i], "--oracle")) {
 				oracle = true;
+			} else if (!strcmp(argv[i], "--model")) {
+				model = true;
 			} else if (!strcmp(argv[i], "--policy") && i + 1 < argc) {
 				size_t k = 0;
 				while (k < NPOLICIES && strcmp(policies[k].name, argv[i + 1]))
@@ -605,7 +615,7 @@ int main(int argc, char **argv)
 		}
 		judged = pol;
 		struct policy with_overrides = { pol->name, set_judged };
-		return matrix(from, n, verbose, oracle, &with_overrides);
+		return matrix(from, n, verbose, oracle, model, &with_overrides);
 	}
 	if (argc == 2 && !strcmp(argv[1], "--bench-scale")) {
 		printf("scheduler cost, bfq defaults, max_inflight 32:\n");
