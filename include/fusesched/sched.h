@@ -156,6 +156,9 @@ struct sched_req {
 	enum sched_op op;
 	uint64_t bytes;			/* may be 0 */
 	bool sync;			/* the caller waits for it (direct, dsync, read) */
+	bool dsync;			/* a write that reaches stable storage before it is
+					 * done (O_DSYNC, O_SYNC): the cost model has no
+					 * price for it, its time in flight is billed */
 	uint64_t arrival_ns;		/* when it reached the daemon, on the scheduler's clock;
 					 * 0: at sched_enqueue. Think times run from a
 					 * completion to the next arrival, so a wait in the

@@ -644,6 +644,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	/* A fallocate's length is not bytes moved: it would inflate the learned rate. */
 	er->sched.bytes = r->op == DATAPATH_FALLOCATE ? 0 : er->size_bytes;
 	er->sched.sync = r->op != DATAPATH_WRITE || r->file->sync_writes || r->file->direct;
+	er->sched.dsync = r->op == DATAPATH_WRITE && r->file->sync_writes;
 	if (r->op == DATAPATH_META) {
 		if (er->tenant < e->max_tenants)
 			atomic_fetch_add(&e->per_tenant[er->tenant].meta_handed, 1);

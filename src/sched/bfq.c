@@ -89,12 +89,14 @@ static void queue_charge(struct sched *s, struct sched_queue *q, uint64_t bytes)
  * instead: its part of the store's time, 1 / iops plus its bytes past
  * 4 KiB at the bandwidth, times max_inflight (each slot being that share
  * of the store, the unit the time in flight is counted in). 0: no model
- * for its kind. A store time known beforehand (sched_req.need_ns, the
+ * for its kind; a dsync write costs a flush the model does not price
+ * (given it as a write, the simulator's dsync writers paid a ninth of
+ * their time). A store time known beforehand (sched_req.need_ns, the
  * simulator's) comes first.
  */
 static uint64_t model_need_ns(const struct sched *s, const struct sched_req *r)
 {
-	int k = r->op == SCHED_OP_READ ? 0 : r->op == SCHED_OP_WRITE ? 1 : -1;
+	int k = r->op == SCHED_OP_READ ? 0 : r->op == SCHED_OP_WRITE && !r->dsync ? 1 : -1;
 	if (k < 0 || !s->p.model_iops[k])
 		return 0;
 	uint64_t past = r->bytes > 4096 ? r->bytes - 4096 : 0;

@@ -85,6 +85,46 @@ START_TEST(params_validated)
 }
 END_TEST
 
+/* With the store's cost model a plain write is billed the model's price
+ * whatever its time in flight; a dsync write, which the model does not
+ * price, its time in flight. The two are alike but for O_DSYNC and take
+ * the same 10 us: the model's write must cost far more (1 ms x 32 slots
+ * against 10 us), and the dsync one must not. */
+START_TEST(cost_model_prices_plain_writes_not_dsync_ones)
+{
+	struct sched_params p;
+	struct sched *s;
+	sched_params_default(&p);
+	p.model_iops[1] = 1000;			/* a 4 KiB write: 1 ms of the store */
+	p.model_bytes_per_s[1] = 1000000000ull;
+	ck_assert_int_eq(sched_new(&p, &s), 0);
+	struct sched_queue *plain = queue(s, 1, 100), *dsync = queue(s, 2, 100);
+	struct sched_req a, b, *r;
+	uint64_t now = 1000 * US;
+	for (int round = 0; round < 4; round++, now += 100 * US) {
+		req_init(&a, plain, SCHED_OP_WRITE, 4096);
+		req_init(&b, dsync, SCHED_OP_WRITE, 4096);
+		a.sync = b.sync = b.dsync = true;
+		sched_enqueue(s, &a, now);
+		sched_enqueue(s, &b, now);
+		int n = 0;
+		while ((r = sched_dispatch(s, now)))
+			n++;
+		ck_assert_int_eq(n, 2);
+		sched_complete(s, &a, now + 10 * US);
+		sched_complete(s, &b, now + 10 * US);
+	}
+	struct sched_queue_stats sa, sb;
+	sched_queue_stats(plain, &sa);
+	sched_queue_stats(dsync, &sb);
+	ck_assert_uint_eq(sa.served_bytes, sb.served_bytes);
+	ck_assert_msg(sa.charged_bytes > 100 * sb.charged_bytes,
+		      "plain write charged %lu, dsync write %lu", (unsigned long)sa.charged_bytes,
+		      (unsigned long)sb.charged_bytes);
+	sched_free(s);
+}
+END_TEST
+
 START_TEST(unknown_policy_rejected)
 {
 	struct sched_params p;
@@ -1919,6 +1959,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, params_validated);
 	tcase_add_test(tc, unknown_policy_rejected);
+	tcase_add_test(tc, cost_model_prices_plain_writes_not_dsync_ones);
 	tcase_add_test(tc, tenant_table_many);
 	tcase_add_test(tc, intrusive_list);
 	tcase_add_test(tc, all_idle);

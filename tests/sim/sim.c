@@ -293,6 +293,7 @@ static void on_arrive(struct sim *m, const struct ev *e)
 	r->sr.op = tc->op;
 	r->sr.bytes = tc->bytes;
 	r->sr.sync = tc->sync;
+	r->sr.dsync = tc->dsync;
 	r->sr.need_ns = m->sc->oracle_billing ? dev_need_ns(m, r) : 0;
 	sched_enqueue(m->s, &r->sr, m->now_ns);
 }
