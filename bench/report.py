@@ -40,6 +40,9 @@ SCENARIOS = {  # scenario -> tenants, in table order
     "weights-5-3-1": ["w531-a", "w531-b", "w531-c"],
     "weights-4-1-d16": ["w41-a", "w41-b"],
     "weights-8-1-1m-writes": ["w81w-a", "w81w-b"],
+    "mixed-solo-large": ["wm-large"],
+    "mixed-solo-small": ["wm-small"],
+    "weights-4-1-mixed-sizes": ["wm-large", "wm-small"],
     "depth1-solo": ["d1-shallow"],
     "depth1-vs-deep": ["d1-shallow", "d1-deep"],
     "depth1-mixed": ["d1m-a", "d1m-b", "d1m-c"],
@@ -49,6 +52,7 @@ SCENARIOS = {  # scenario -> tenants, in table order
     "beside-writers": ["bs-writers", "bs-reader"],
 }
 WEIGHTS = {"w81-a": 800, "w81-b": 100, "w531-a": 500, "w531-b": 300, "w531-c": 100, "w41-a": 400, "w41-b": 100, "w81w-a": 800, "w81w-b": 100,
+           "wm-large": 400, "wm-small": 100,
            "d1-shallow": 800, "d1-deep": 100, "d1m-a": 189, "d1m-b": 71, "d1m-c": 17, "bs-reader": 800, "bs-mmap": 100, "bs-writers": 100}
 # The pods lesson: pod -> (its rule's weight, its containers' tenants); the
 # containers have no rule (default weight 100) and divide their pod's share.
@@ -297,6 +301,8 @@ def lesson_tables(res):
         goal(f"4. 8:1 of 1 MiB writers received ratio (bfq got {got}), relative error", err, "<= 0.10",
              None if err is None else err <= 0.1)
         goal("4. 8:1 of 1 MiB writers total, bfq vs fifo", tot, ">= 0.90", None if tot is None else tot >= 0.9)
+    if "weights-4-1-mixed-sizes" in res:
+        mixed_sizes_lesson(res, lines, goal)
     if "depth1-vs-deep" in res:
         weights_table("depth1-vs-deep", ["d1-shallow", "d1-deep"],
                       "8:1, a depth-1 reader (w800) against a deep one (w100)")
@@ -321,6 +327,44 @@ def lesson_tables(res):
     if any(s in res for s in ("beside-solo", "beside-mmap", "beside-writers")):
         beside_lesson(res, lines, goal)
     return lines, goals
+
+
+def mixed_sizes_lesson(res, lines, goal):
+    """A w400 writer of 1 MiB direct sequential writes and a w100 writer of 4
+    KiB direct random writes: requests of very different sizes, where a share
+    of the store's time is a fraction of what each gets alone (its solo
+    run): 0.8 and 0.2 of their solo rates, or, where the two fractions do
+    not add up to one, each its weight's part of their sum."""
+    scen, tenants = "weights-4-1-mixed-sizes", ["wm-large", "wm-small"]
+    solo_scen = {"wm-large": "mixed-solo-large", "wm-small": "mixed-solo-small"}
+    lines += ["", "### Lesson 4: 4:1, a 1 MiB writer (w400) beside a 4 KiB random writer (w100)",
+              "", "MB/s, and in brackets the fraction of the tenant's solo rate.", ""]
+    wsum = sum(WEIGHTS[t] for t in tenants)
+    rows = []
+    for v in variants_of(res, scen):
+        row, fracs = [v], []
+        for t in tenants:
+            solo = get(res, solo_scen[t], v, t, "mbps")
+            got = get(res, scen, v, t, "mbps")
+            frac = div(got, solo)
+            fracs.append(frac)
+            row += [fmt(solo, 0), f"{fmt(got, 0)} ({fmt(frac, 2)})"]
+        total = None if None in fracs else sum(fracs)
+        row += [fmt(total, 2)]
+        rows.append(row)
+    head = ["variant"]
+    for t in tenants:
+        head += [f"{tenant_label(t)} solo", f"{tenant_label(t)} beside (want {WEIGHTS[t] / wsum:.2f})"]
+    head += ["fractions' sum"]
+    lines += md_table(head, rows)
+    fracs = [div(get(res, scen, BFQ, t, "mbps"), get(res, solo_scen[t], BFQ, t, "mbps")) for t in tenants]
+    if None in fracs or not sum(fracs):
+        goal("4. 4:1 of mixed sizes, worst share error (fractions of solo)", None, "<= 0.15", None)
+        return
+    errs = [abs(f / sum(fracs) / (WEIGHTS[t] / wsum) - 1) for f, t in zip(fracs, tenants)]
+    got = ", ".join(f"{f:.2f}" for f in fracs)
+    goal(f"4. 4:1 of mixed sizes (bfq: {got} of solo), worst share error", max(errs), "<= 0.15",
+         max(errs) <= 0.15)
 
 
 def depth1_mixed_lesson(res, lines, goal):
