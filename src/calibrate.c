@@ -1,25 +1,19 @@
 /* fusesched calibrate: the backing store's cost model, measured (calibrate.h). */
 #include "fusesched/calibrate.h"
+#include "fusesched/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 struct pass {
 	bool write, random;
 	uint32_t bytes, depth;
 	uint64_t until_ns;	/* 0: once over the file, in order (the fill) */
+	uint64_t *result;	/* requests a second (random) or MB/s; NULL: the fill */
 	uint64_t ops, moved;	/* completed */
 	uint64_t next_block, rng;
 };
@@ -38,7 +32,7 @@ static uint64_t pass_offset(struct pass *p)
 static bool pass_more(const struct pass *p, uint64_t issued)
 {
 	if (p->until_ns)
-		return now_ns() < p->until_ns;
+		return clock_now_ns() < p->until_ns;
 	return issued < CALIBRATE_FILE_BYTES / p->bytes;
 }
 
@@ -151,29 +145,28 @@ int calibrate_store(const char *dir, double seconds, struct calibrate_result *ou
 	 * reads what the store holds; then large ones before small ones. */
 	struct pass passes[] = {
 		{ .write = true, .bytes = CALIBRATE_LARGE_BYTES, .depth = CALIBRATE_LARGE_DEPTH },
-		{ .write = true, .bytes = CALIBRATE_LARGE_BYTES, .depth = CALIBRATE_LARGE_DEPTH },
+		{ .write = true, .bytes = CALIBRATE_LARGE_BYTES, .depth = CALIBRATE_LARGE_DEPTH,
+		  .result = &out->write_mb_per_s },
 		{ .write = true, .random = true, .bytes = CALIBRATE_SMALL_BYTES,
-		  .depth = CALIBRATE_SMALL_DEPTH },
-		{ .bytes = CALIBRATE_LARGE_BYTES, .depth = CALIBRATE_LARGE_DEPTH },
-		{ .random = true, .bytes = CALIBRATE_SMALL_BYTES, .depth = CALIBRATE_SMALL_DEPTH },
+		  .depth = CALIBRATE_SMALL_DEPTH, .result = &out->write_iops },
+		{ .bytes = CALIBRATE_LARGE_BYTES, .depth = CALIBRATE_LARGE_DEPTH,
+		  .result = &out->read_mb_per_s },
+		{ .random = true, .bytes = CALIBRATE_SMALL_BYTES, .depth = CALIBRATE_SMALL_DEPTH,
+		  .result = &out->read_iops },
 	};
-	uint64_t rate[5] = { 0 };
 	for (size_t i = 0; i < sizeof(passes) / sizeof(passes[0]) && !rc; i++) {
 		struct pass *p = &passes[i];
 		p->rng = 0x9e3779b97f4a7c15ull + i;
-		uint64_t start = now_ns();
-		if (i)
+		uint64_t start = clock_now_ns();
+		if (p->result)
 			p->until_ns = start + span_ns;
 		rc = run_pass(&ring, fd, bufs, p, dir, err, err_len);
-		uint64_t took = now_ns() - start;
-		if (!rc && took)
-			rate[i] = (uint64_t)((double)(p->random ? p->ops : p->moved) * 1e9 / (double)took);
-	}
-	if (!rc) {
-		out->write_mb_per_s = rate[1] / 1000000u ? rate[1] / 1000000u : 1;
-		out->write_iops = rate[2] ? rate[2] : 1;
-		out->read_mb_per_s = rate[3] / 1000000u ? rate[3] / 1000000u : 1;
-		out->read_iops = rate[4] ? rate[4] : 1;
+		uint64_t took = clock_now_ns() - start;
+		if (rc || !p->result)
+			continue;
+		double units = p->random ? (double)p->ops : (double)p->moved / 1e6;
+		double per_s = units * 1e9 / (double)(took ? took : 1);
+		*p->result = per_s >= 1 ? (uint64_t)per_s : 1;	/* the config takes no 0 */
 	}
 	io_uring_queue_exit(&ring);
 	for (uint32_t i = 0; i < nbufs; i++)

@@ -392,6 +392,17 @@ START_TEST(matrix_light_barrier_tenants_keep_their_weight)
 }
 END_TEST
 
+/* Every tenant within SIM_MATRIX_SHARE_TOL of its target in every window. */
+static void assert_every_share_holds(const struct sim_scenario *sc, const struct sim_matrix_outcome *o)
+{
+	for (uint32_t i = 0; i < sc->ntenants; i++)
+		for (uint32_t w = 0; w < sc->nwindows; w++)
+			ck_assert_msg(fabs(o->t[i].got[w] - o->t[i].target[w]) <=
+					      SIM_MATRIX_SHARE_TOL * o->t[i].target[w],
+				      "tenant %u window %u: %.3f slots, target %.3f", i, w,
+				      o->t[i].got[w], o->t[i].target[w]);
+}
+
 /* Matrix seed 12: a w7 reader of 16 KiB beside a w17 writer of 512 KiB on
  * a store of 4 slots behind 16 dispatch slots, both always queued in the
  * store's own line. Billed by time in flight, each request pays the line
@@ -408,13 +419,9 @@ START_TEST(matrix_known_store_time_keeps_queued_store_shares)
 	sc.oracle_billing = true;
 	ck_assert_int_eq(sim_matrix_run(&sc, sim_params_bfq, &o), 0);
 	for (uint32_t i = 0; i < sc.ntenants; i++)
-		for (uint32_t w = 0; w < sc.nwindows; w++) {
+		for (uint32_t w = 0; w < sc.nwindows; w++)
 			ck_assert_uint_eq(o.t[i].cls[w], SIM_CLASS_BACKLOGGED);
-			ck_assert_msg(fabs(o.t[i].got[w] - o.t[i].target[w]) <=
-					      SIM_MATRIX_SHARE_TOL * o.t[i].target[w],
-				      "tenant %u window %u: %.3f slots, target %.3f", i, w,
-				      o.t[i].got[w], o.t[i].target[w]);
-		}
+	assert_every_share_holds(&sc, &o);
 }
 END_TEST
 
@@ -438,12 +445,7 @@ START_TEST(matrix_store_cost_model_keeps_queued_store_shares)
 	sim_matrix_shape(12, &sc);
 	model_dev = sc.dev;
 	ck_assert_int_eq(sim_matrix_run(&sc, bfq_with_model, &o), 0);
-	for (uint32_t i = 0; i < sc.ntenants; i++)
-		for (uint32_t w = 0; w < sc.nwindows; w++)
-			ck_assert_msg(fabs(o.t[i].got[w] - o.t[i].target[w]) <=
-					      SIM_MATRIX_SHARE_TOL * o.t[i].target[w],
-				      "tenant %u window %u: %.3f slots, target %.3f", i, w,
-				      o.t[i].got[w], o.t[i].target[w]);
+	assert_every_share_holds(&sc, &o);
 }
 END_TEST
 

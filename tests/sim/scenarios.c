@@ -29,11 +29,14 @@ void sim_device_cost_model(const struct sim_device *d, struct sched_params *p)
 	static const enum sim_cost kinds[2] = { SIM_COST_READ, SIM_COST_WRITE };
 	for (int k = 0; k < 2; k++) {
 		uint64_t ps = d->ps_per_byte[kinds[k]];
+		if (!ps) {	/* no bandwidth to give: no model for the kind */
+			p->model_iops[k] = 0;
+			p->model_bytes_per_s[k] = 0;
+			continue;
+		}
 		uint64_t ns_4k = d->base_ns[kinds[k]] + 4096 * ps / 1000;
 		p->model_iops[k] = (uint32_t)(d->slots * 1000000000ull / ns_4k);
-		p->model_bytes_per_s[k] = ps ? d->slots * 1000000000000ull / ps : 0;
-		if (!p->model_bytes_per_s[k])
-			p->model_iops[k] = 0;
+		p->model_bytes_per_s[k] = d->slots * 1000000000000ull / ps;
 	}
 }
 
