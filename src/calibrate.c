@@ -13,7 +13,7 @@ struct pass {
 	bool write, random;
 	uint32_t bytes, depth;
 	uint64_t until_ns;	/* 0: once over the file, in order (the fill) */
-	uint64_t *result;	/* requests a second (random) or MB/s; NULL: the fill */
+	struct calibrate_measure *result;	/* NULL: the fill */
 	uint64_t ops, moved;	/* completed */
 	uint64_t next_block, rng;
 };
@@ -90,6 +90,24 @@ static int run_pass(struct io_uring *ring, int fd, char **bufs, struct pass *p, 
 	return failed;
 }
 
+static int rate_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+_Static_assert(CALIBRATE_ROUNDS % 2 == 1, "the median of an odd number of rounds is one of them");
+
+static struct calibrate_measure measure_of(const uint64_t *rounds)
+{
+	uint64_t sorted[CALIBRATE_ROUNDS];
+	memcpy(sorted, rounds, sizeof(sorted));
+	qsort(sorted, CALIBRATE_ROUNDS, sizeof(sorted[0]), rate_cmp);
+	return (struct calibrate_measure){ .median = sorted[CALIBRATE_ROUNDS / 2],
+					   .low = sorted[0],
+					   .high = sorted[CALIBRATE_ROUNDS - 1] };
+}
+
 static int open_scratch(const char *dir, bool *direct, char *err, size_t err_len)
 {
 	char path[4096];
@@ -140,11 +158,13 @@ int calibrate_store(const char *dir, double seconds, struct calibrate_result *ou
 			snprintf(err, err_len, "buffers: %s", strerror(-rc));
 		}
 	}
-	uint64_t span_ns = (uint64_t)(seconds * 1e9);
+	uint64_t round_ns = (uint64_t)(seconds * 1e9) / CALIBRATE_ROUNDS;
 	/* The fill first, so that every later write overwrites and every read
-	 * reads what the store holds; then large ones before small ones. */
-	struct pass passes[] = {
-		{ .write = true, .bytes = CALIBRATE_LARGE_BYTES, .depth = CALIBRATE_LARGE_DEPTH },
+	 * reads what the store holds; then, in each round, large ones before
+	 * small ones. */
+	struct pass fill = { .write = true, .bytes = CALIBRATE_LARGE_BYTES,
+			     .depth = CALIBRATE_LARGE_DEPTH };
+	const struct pass measures[] = {
 		{ .write = true, .bytes = CALIBRATE_LARGE_BYTES, .depth = CALIBRATE_LARGE_DEPTH,
 		  .result = &out->write_mb_per_s },
 		{ .write = true, .random = true, .bytes = CALIBRATE_SMALL_BYTES,
@@ -154,20 +174,25 @@ int calibrate_store(const char *dir, double seconds, struct calibrate_result *ou
 		{ .random = true, .bytes = CALIBRATE_SMALL_BYTES, .depth = CALIBRATE_SMALL_DEPTH,
 		  .result = &out->read_iops },
 	};
-	for (size_t i = 0; i < sizeof(passes) / sizeof(passes[0]) && !rc; i++) {
-		struct pass *p = &passes[i];
-		p->rng = 0x9e3779b97f4a7c15ull + i;
-		uint64_t start = clock_now_ns();
-		if (p->result)
-			p->until_ns = start + span_ns;
-		rc = run_pass(&ring, fd, bufs, p, dir, err, err_len);
-		uint64_t took = clock_now_ns() - start;
-		if (rc || !p->result)
-			continue;
-		double units = p->random ? (double)p->ops : (double)p->moved / 1e6;
-		double per_s = units * 1e9 / (double)(took ? took : 1);
-		*p->result = per_s >= 1 ? (uint64_t)per_s : 1;	/* the config takes no 0 */
+	enum { NMEASURES = sizeof(measures) / sizeof(measures[0]) };
+	uint64_t rate[NMEASURES][CALIBRATE_ROUNDS];
+	if (!rc)
+		rc = run_pass(&ring, fd, bufs, &fill, dir, err, err_len);
+	for (uint32_t round = 0; round < CALIBRATE_ROUNDS && !rc; round++) {
+		for (size_t i = 0; i < NMEASURES && !rc; i++) {
+			struct pass p = measures[i];
+			p.rng = 0x9e3779b97f4a7c15ull + round * NMEASURES + i;
+			uint64_t start = clock_now_ns();
+			p.until_ns = start + round_ns;
+			rc = run_pass(&ring, fd, bufs, &p, dir, err, err_len);
+			uint64_t took = clock_now_ns() - start;
+			double units = p.random ? (double)p.ops : (double)p.moved / 1e6;
+			double per_s = units * 1e9 / (double)(took ? took : 1);
+			rate[i][round] = per_s >= 1 ? (uint64_t)per_s : 1;	/* the config takes no 0 */
+		}
 	}
+	for (size_t i = 0; i < NMEASURES && !rc; i++)
+		*measures[i].result = measure_of(rate[i]);
 	io_uring_queue_exit(&ring);
 	for (uint32_t i = 0; i < nbufs; i++)
 		free(bufs[i]);
@@ -175,24 +200,49 @@ int calibrate_store(const char *dir, double seconds, struct calibrate_result *ou
 	return rc;
 }
 
+static bool measure_steady(const struct calibrate_measure *m)
+{
+	return m->high * 100 <= m->low * CALIBRATE_STEADY_PCT;
+}
+
+static void print_measure(FILE *out, const char *what, const struct calibrate_measure *m,
+			  const char *unit)
+{
+	fprintf(out, ";   %s: %llu %s (rounds %llu-%llu)\n", what, (unsigned long long)m->median,
+		unit, (unsigned long long)m->low, (unsigned long long)m->high);
+}
+
 void calibrate_print(const char *dir, const struct calibrate_result *r, FILE *out)
 {
-	fprintf(out,
-		"; %s, measured by fusesched calibrate: %.1f s each, %s, a %u MiB scratch file.\n"
-		";   %u KiB random reads, %u at once: %llu a second; %u MiB sequential reads, %u at once: %llu MB/s\n"
-		";   %u KiB random writes, %u at once: %llu a second; %u MiB sequential writes, %u at once: %llu MB/s\n"
-		"; For the [scheduler] section:\n"
-		"read_cost = %llu %llu\n"
-		"write_cost = %llu %llu\n",
-		dir, r->seconds,
+	char what[4][96];
+	snprintf(what[0], sizeof(what[0]), "%u KiB random reads, %u at once", CALIBRATE_SMALL_BYTES >> 10,
+		 CALIBRATE_SMALL_DEPTH);
+	snprintf(what[1], sizeof(what[1]), "%u MiB sequential reads, %u at once",
+		 CALIBRATE_LARGE_BYTES >> 20, CALIBRATE_LARGE_DEPTH);
+	snprintf(what[2], sizeof(what[2]), "%u KiB random writes, %u at once",
+		 CALIBRATE_SMALL_BYTES >> 10, CALIBRATE_SMALL_DEPTH);
+	snprintf(what[3], sizeof(what[3]), "%u MiB sequential writes, %u at once",
+		 CALIBRATE_LARGE_BYTES >> 20, CALIBRATE_LARGE_DEPTH);
+	const struct calibrate_measure *m[4] = { &r->read_iops, &r->read_mb_per_s, &r->write_iops,
+						 &r->write_mb_per_s };
+	fprintf(out, "; %s, measured by fusesched calibrate: %.1f s each in %u rounds, %s, a %u MiB scratch file.\n",
+		dir, r->seconds, CALIBRATE_ROUNDS,
 		r->direct ? "O_DIRECT" : "through the page cache (no O_DIRECT here: the reads may be the cache's)",
-		CALIBRATE_FILE_BYTES >> 20, CALIBRATE_SMALL_BYTES >> 10, CALIBRATE_SMALL_DEPTH,
-		(unsigned long long)r->read_iops, CALIBRATE_LARGE_BYTES >> 20, CALIBRATE_LARGE_DEPTH,
-		(unsigned long long)r->read_mb_per_s, CALIBRATE_SMALL_BYTES >> 10, CALIBRATE_SMALL_DEPTH,
-		(unsigned long long)r->write_iops, CALIBRATE_LARGE_BYTES >> 20, CALIBRATE_LARGE_DEPTH,
-		(unsigned long long)r->write_mb_per_s, (unsigned long long)r->read_iops,
-		(unsigned long long)r->read_mb_per_s, (unsigned long long)r->write_iops,
-		(unsigned long long)r->write_mb_per_s);
+		CALIBRATE_FILE_BYTES >> 20);
+	bool steady = true;
+	for (int i = 0; i < 4; i++) {
+		print_measure(out, what[i], m[i], i % 2 ? "MB/s" : "a second");
+		steady = steady && measure_steady(m[i]);
+	}
+	if (!steady)
+		fprintf(out, "; The rounds differ by more than %u%%: the store's speed moved while it was\n"
+			     "; measured (other I/O on it?). Measure again with the volume quiet.\n",
+			CALIBRATE_STEADY_PCT - 100);
+	fprintf(out, "; For the [scheduler] section (the medians):\n"
+		     "read_cost = %llu %llu\n"
+		     "write_cost = %llu %llu\n",
+		(unsigned long long)r->read_iops.median, (unsigned long long)r->read_mb_per_s.median,
+		(unsigned long long)r->write_iops.median, (unsigned long long)r->write_mb_per_s.median);
 }
 
 int calibrate_run(int argc, char **argv)

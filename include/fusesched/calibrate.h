@@ -7,7 +7,10 @@
  * every request waits alike, so the time in flight holds the wait and small
  * requests beside large ones pay for it (docs/DESIGN.md section 9). This
  * measures the four numbers on a scratch file in DIR (unlinked at once,
- * O_DIRECT where the filesystem takes it) through io_uring.
+ * O_DIRECT where the filesystem takes it) through io_uring, each the median
+ * of CALIBRATE_ROUNDS rounds taken in turn with the others', so that a
+ * moment of noise (another process, a flush) moves one round, not the
+ * model, and the rounds' spread says how steady the store was.
  */
 #ifndef FUSESCHED_CALIBRATE_H
 #define FUSESCHED_CALIBRATE_H
@@ -22,12 +25,20 @@
 #define CALIBRATE_SMALL_DEPTH 32u
 #define CALIBRATE_LARGE_BYTES (1u << 20)
 #define CALIBRATE_LARGE_DEPTH 8u
+#define CALIBRATE_ROUNDS 3u
+/* Rounds further apart than this (highest over lowest, percent) are named
+ * in the printed comment: the store was not steady while measured. */
+#define CALIBRATE_STEADY_PCT 120u
+
+struct calibrate_measure {
+	uint64_t median, low, high;	/* over the rounds */
+};
 
 struct calibrate_result {
 	bool direct;			/* O_DIRECT (else the page cache was measured too) */
-	double seconds;			/* each of the four measures */
-	uint64_t read_iops, read_mb_per_s;
-	uint64_t write_iops, write_mb_per_s;
+	double seconds;			/* each of the four measures, its rounds together */
+	struct calibrate_measure read_iops, read_mb_per_s;	/* requests a second, MB/s */
+	struct calibrate_measure write_iops, write_mb_per_s;
 };
 
 /* 0, or a negative errno with err naming what failed and where. */

@@ -38,10 +38,13 @@ START_TEST(measures_and_prints_what_the_config_takes)
 	struct calibrate_result r;
 	char err[512] = "";
 	ck_assert_msg(calibrate_store(dir, 0.2, &r, err, sizeof(err)) == 0, "%s", err);
-	ck_assert_uint_gt(r.read_iops, 1);
-	ck_assert_uint_gt(r.write_iops, 1);
-	ck_assert_uint_gt(r.read_mb_per_s, 1);
-	ck_assert_uint_gt(r.write_mb_per_s, 1);
+	const struct calibrate_measure *m[] = { &r.read_iops, &r.read_mb_per_s, &r.write_iops,
+						&r.write_mb_per_s };
+	for (int i = 0; i < 4; i++) {
+		ck_assert_uint_gt(m[i]->median, 1);
+		ck_assert_uint_le(m[i]->low, m[i]->median);
+		ck_assert_uint_le(m[i]->median, m[i]->high);
+	}
 	ck_assert_uint_eq(entries(dir), 0);	/* the scratch file went with its descriptor */
 
 	char path[128];
@@ -54,11 +57,44 @@ START_TEST(measures_and_prints_what_the_config_takes)
 	struct config *cfg = NULL;
 	ck_assert_msg(config_load_file(path, &cfg, err, sizeof(err)) == 0, "%s", err);
 	unlink(path);
-	ck_assert_uint_eq(cfg->scheduler.read_cost.iops, r.read_iops);
-	ck_assert_uint_eq(cfg->scheduler.read_cost.mb_per_s, r.read_mb_per_s);
-	ck_assert_uint_eq(cfg->scheduler.write_cost.iops, r.write_iops);
-	ck_assert_uint_eq(cfg->scheduler.write_cost.mb_per_s, r.write_mb_per_s);
+	ck_assert_uint_eq(cfg->scheduler.read_cost.iops, r.read_iops.median);
+	ck_assert_uint_eq(cfg->scheduler.read_cost.mb_per_s, r.read_mb_per_s.median);
+	ck_assert_uint_eq(cfg->scheduler.write_cost.iops, r.write_iops.median);
+	ck_assert_uint_eq(cfg->scheduler.write_cost.mb_per_s, r.write_mb_per_s.median);
 	config_free(cfg);
+}
+END_TEST
+
+static char *printed(const struct calibrate_result *r)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	ck_assert_ptr_nonnull(f);
+	calibrate_print("/backing", r, f);
+	fclose(f);
+	return text;
+}
+
+/* The medians go to the config lines; rounds further apart than a fifth
+ * are named, so a calibration disturbed by other I/O is not taken on trust. */
+START_TEST(the_medians_are_printed_and_unsteady_rounds_named)
+{
+	struct calibrate_result r = {
+		.direct = true, .seconds = 2,
+		.read_iops = { 50000, 48000, 52000 }, .read_mb_per_s = { 3300, 3200, 3400 },
+		.write_iops = { 40000, 39000, 41000 }, .write_mb_per_s = { 3100, 3000, 3200 },
+	};
+	char *text = printed(&r);
+	ck_assert_msg(strstr(text, "read_cost = 50000 3300\nwrite_cost = 40000 3100\n"), "%s", text);
+	ck_assert_msg(strstr(text, "(rounds 48000-52000)"), "%s", text);
+	ck_assert_msg(!strstr(text, "Measure again"), "%s", text);
+	free(text);
+	r.write_mb_per_s.low = 2000;	/* one round at two thirds of another */
+	text = printed(&r);
+	ck_assert_msg(strstr(text, "Measure again"), "%s", text);
+	ck_assert_msg(strstr(text, "write_cost = 40000 3100\n"), "%s", text);
+	free(text);
 }
 END_TEST
 
@@ -80,6 +116,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, measures_and_prints_what_the_config_takes);
 	tcase_add_test(tc, a_missing_directory_is_named);
+	tcase_add_test(tc, the_medians_are_printed_and_unsteady_rounds_named);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
