@@ -683,6 +683,8 @@ int daemon_run(const struct daemon_options *o)
 		.mountpoint = real_mnt, .backing = real_backing,
 		.socket_path = cfg->control.socket_path, .group = cfg->control.group,
 		.policy = config_policy_name(cfg->scheduler.policy), .config_path = real_config,
+		.cost_iops = { cfg->scheduler.read_cost.iops, cfg->scheduler.write_cost.iops },
+		.cost_mb_per_s = { cfg->scheduler.read_cost.mb_per_s, cfg->scheduler.write_cost.mb_per_s },
 		.stats = stats, .tenants = tenants, .reload = daemon_reload_config,
 		.reload_ctx = &reload, .reload_signal = SIGHUP};
 	/* Before mounting: a socket a live daemon owns is a clear error, not a second server. */

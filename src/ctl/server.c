@@ -63,6 +63,7 @@ struct ctl_client {
 
 struct ctl_server {
 	char *mountpoint, *backing, *policy, *config_path;
+	uint32_t cost_iops[2], cost_mb_per_s[2];
 	struct stats *stats;
 	struct tenant_table *tenants;
 	ctl_reload_fn reload;
@@ -264,6 +265,8 @@ int ctl_server_new(const struct ctl_server_params *p, struct ctl_server **out, c
 	s->mountpoint = dup_or_empty(p->mountpoint);
 	s->backing = dup_or_empty(p->backing);
 	s->policy = dup_or_empty(p->policy);
+	memcpy(s->cost_iops, p->cost_iops, sizeof(s->cost_iops));
+	memcpy(s->cost_mb_per_s, p->cost_mb_per_s, sizeof(s->cost_mb_per_s));
 	s->config_path = dup_or_empty(p->config_path);
 	s->older = calloc(s->max_tenants, sizeof(*s->older));
 	s->newer = calloc(s->max_tenants, sizeof(*s->newer));
@@ -458,6 +461,16 @@ static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 							       : NULL);
 	json_object_object_add(o, "socket", json_object_new_string(s->socket_path));
 	json_object_object_add(o, "policy", json_object_new_string(s->policy));
+	static const char *const cost_keys[2] = { "read_cost", "write_cost" };
+	for (int k = 0; k < 2; k++) {
+		struct json_object *c = NULL;
+		if (s->cost_iops[k]) {
+			c = json_object_new_object();
+			ctl_json_add_u64(c, "iops", s->cost_iops[k]);
+			ctl_json_add_u64(c, "mb_per_s", s->cost_mb_per_s[k]);
+		}
+		json_object_object_add(o, cost_keys[k], c);
+	}
 	uint64_t peak;
 	uint32_t inflight, max_inflight, reserved;
 	stats_read_global(s->stats, &peak, &inflight, &max_inflight, &reserved);

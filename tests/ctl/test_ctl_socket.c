@@ -396,7 +396,8 @@ static const struct {
 } MOUNT_FIELDS[] = {
 	{"ok", json_type_boolean}, {"version", json_type_string}, {"pid", json_type_int},
 	{"mount", json_type_string}, {"backing", json_type_string}, {"config", json_type_null},
-	{"socket", json_type_string}, {"policy", json_type_string}, {"inflight", json_type_int},
+	{"socket", json_type_string}, {"policy", json_type_string},
+	{"read_cost", json_type_null}, {"write_cost", json_type_null}, {"inflight", json_type_int},
 	{"max_inflight", json_type_int}, {"reserved_slots", json_type_int},
 	{"max_background", json_type_int},
 	{"peak_rate_bytes_per_s", json_type_int},

@@ -549,6 +549,32 @@ START_TEST(reload_and_sighup_change_weights_while_writing_bad_file_keeps_them)
 }
 END_TEST
 
+/* The store's cost model the daemon was mounted with is in stat: in the
+ * JSON as the config keys say it, in the table's header as a line. */
+START_TEST(stat_names_the_cost_model_in_use)
+{
+	struct test_mount m;
+	write_config(300, 100, "[scheduler]\nread_cost = 50000 3000\n");
+	mount_with_config(&m);
+	struct json_object *mount, *doc = ctl_test_stat(m.mnt, &mount);
+	struct json_object *rc = NULL, *wc = NULL, *v;
+	ck_assert(json_object_object_get_ex(mount, "read_cost", &rc) && rc);
+	ck_assert(json_object_object_get_ex(rc, "iops", &v));
+	ck_assert_int_eq(json_object_get_int64(v), 50000);
+	ck_assert(json_object_object_get_ex(rc, "mb_per_s", &v));
+	ck_assert_int_eq(json_object_get_int64(v), 3000);
+	ck_assert(json_object_object_get_ex(mount, "write_cost", &wc));
+	ck_assert_ptr_null(wc);
+	json_object_put(doc);
+	int status;
+	char *out = ctl_test_capture(&status, "%s stat '%s' 2>&1", FUSESCHED_BIN, m.mnt);
+	ck_assert_int_eq(status, 0);
+	ck_assert_msg(strstr(out, "\ncost model: read 50000/s 3000 MB/s, write off\n"), "%s", out);
+	free(out);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 /*
  * A child in cgroup group as uid: opens files prefix-0, prefix-1, ... (up
  * to count, or until an open fails), writes how many it opened and the
@@ -693,6 +719,7 @@ int main(void)
 	tcase_add_test(tc, reload_and_sighup_change_weights_while_writing_bad_file_keeps_them);
 	tcase_add_test(tc, process_in_its_own_pid_namespace_is_attributed_to_its_cgroup);
 	tcase_add_test(tc, open_files_past_the_cap_fail_for_the_holder_only);
+	tcase_add_test(tc, stat_names_the_cost_model_in_use);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_VERBOSE);
