@@ -518,6 +518,7 @@ struct daemon_reload {
 	const char *config_path;          /* absolute: the daemon chdirs to / */
 	const struct config *mounted;     /* the config the engine was built from */
 	struct tenant_table *tenants;
+	struct engine *engine;            /* the cost model applies live */
 	bool foreground;
 };
 
@@ -585,6 +586,10 @@ static int daemon_reload_config(void *ctx, struct ctl_reload_result *res)
 	if (r < 0) {
 		daemon_log(d, LOG_ERR, "reload failed, running config kept: %s", res->error);
 	} else {
+		const struct config_cost *cost[2] = { &cfg->scheduler.read_cost, &cfg->scheduler.write_cost };
+		uint32_t iops[2] = { cost[0]->iops, cost[1]->iops };
+		uint32_t mb_per_s[2] = { cost[0]->mb_per_s, cost[1]->mb_per_s };
+		engine_set_cost_model(d->engine, iops, mb_per_s);
 		/* What only a new mount applies is named, not silently ignored. */
 		config_list_mount_time_changes(d->mounted, cfg, res->deferred, sizeof(res->deferred));
 		daemon_log(d, LOG_INFO, "reloaded %s%s%s", d->config_path,
@@ -678,13 +683,11 @@ int daemon_run(const struct daemon_options *o)
 	if (o->config_path[0] && !realpath(o->config_path, real_config))
 		snprintf(real_config, sizeof(real_config), "%s", o->config_path);
 	struct daemon_reload reload = {.config_path = real_config, .mounted = cfg,
-				       .tenants = tenants, .foreground = o->foreground};
+				       .tenants = tenants, .engine = engine, .foreground = o->foreground};
 	const struct ctl_server_params cp = {
 		.mountpoint = real_mnt, .backing = real_backing,
 		.socket_path = cfg->control.socket_path, .group = cfg->control.group,
 		.policy = config_policy_name(cfg->scheduler.policy), .config_path = real_config,
-		.cost_iops = { cfg->scheduler.read_cost.iops, cfg->scheduler.write_cost.iops },
-		.cost_mb_per_s = { cfg->scheduler.read_cost.mb_per_s, cfg->scheduler.write_cost.mb_per_s },
 		.stats = stats, .tenants = tenants, .reload = daemon_reload_config,
 		.reload_ctx = &reload, .reload_signal = SIGHUP};
 	/* Before mounting: a socket a live daemon owns is a clear error, not a second server. */

@@ -25,6 +25,7 @@ struct stats {
 	atomic_uint kernel_queue_limit;
 	atomic_uint watch_timeout_s;
 	atomic_uint reserved;
+	atomic_uint cost_iops[2], cost_mb_per_s[2];
 	struct stats_tenant tenants[];
 };
 
@@ -135,6 +136,23 @@ void stats_publish_kernel_queue(struct stats *s, uint32_t limit)
 uint32_t stats_read_kernel_queue(const struct stats *s)
 {
 	return atomic_load_explicit(&((struct stats *)s)->kernel_queue_limit, memory_order_relaxed);
+}
+
+void stats_publish_cost_model(struct stats *s, const uint32_t iops[2], const uint32_t mb_per_s[2])
+{
+	for (int k = 0; k < 2; k++) {
+		atomic_store_explicit(&s->cost_iops[k], iops[k], memory_order_relaxed);
+		atomic_store_explicit(&s->cost_mb_per_s[k], mb_per_s[k], memory_order_relaxed);
+	}
+}
+
+void stats_read_cost_model(const struct stats *s, uint32_t iops[2], uint32_t mb_per_s[2])
+{
+	struct stats *w = (struct stats *)s;
+	for (int k = 0; k < 2; k++) {
+		iops[k] = atomic_load_explicit(&w->cost_iops[k], memory_order_relaxed);
+		mb_per_s[k] = atomic_load_explicit(&w->cost_mb_per_s[k], memory_order_relaxed);
+	}
 }
 
 void stats_publish_watch_timeout(struct stats *s, uint32_t seconds)

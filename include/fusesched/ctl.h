@@ -69,9 +69,6 @@ struct ctl_server_params {
 	const char *socket_path;      /* NULL: ctl_socket_path_for_mount(mountpoint) */
 	const char *group;            /* NULL: mode 0600; else 0660 owned by this group (name or gid) */
 	const char *policy;           /* scheduler policy name, for the stat header */
-	/* The store's cost model in use, read [0] and write [1]: requests a
-	 * second and MB/s ([scheduler] read_cost, write_cost); iops 0: none. */
-	uint32_t cost_iops[2], cost_mb_per_s[2];
 	const char *config_path;      /* "" or NULL: built-in defaults */
 	struct stats *stats;          /* borrowed: outlive the server */
 	struct tenant_table *tenants;

@@ -216,6 +216,10 @@ void sched_params_default(struct sched_params *p);
 
 /* -EINVAL for inconsistent params, -ENOMEM. */
 int sched_new(const struct sched_params *p, struct sched **out);
+/* A new store cost model (sched_params.model_iops, model_bytes_per_s, per
+ * kind; 0 and 0: none), for requests completing from now on: a reload's.
+ * -EINVAL, the model kept, where a kind has one number without the other. */
+int sched_set_cost_model(struct sched *s, const uint32_t iops[2], const uint64_t bytes_per_s[2]);
 /* Requests still queued or in flight are forgotten, never completed:
  * drain first for a clean stop. */
 void sched_free(struct sched *s);

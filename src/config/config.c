@@ -545,9 +545,9 @@ static const struct key_desc keys[] = {
 	{ SEC_SCHEDULER, "honor_cgroup_weights", set_bool, print_bool,
 	  CFG(scheduler.honor_cgroup_weights), 0, 0, NULL, "yes", AT_RELOAD },
 	{ SEC_SCHEDULER, "read_cost", set_cost, print_cost,
-	  CFG(scheduler.read_cost), 1, 100000000, NULL, "off", AT_MOUNT },
+	  CFG(scheduler.read_cost), 1, 100000000, NULL, "off", AT_RELOAD },
 	{ SEC_SCHEDULER, "write_cost", set_cost, print_cost,
-	  CFG(scheduler.write_cost), 1, 100000000, NULL, "off", AT_MOUNT },
+	  CFG(scheduler.write_cost), 1, 100000000, NULL, "off", AT_RELOAD },
 
 	{ SEC_TENANTS, "hierarchy", set_enum, print_enum,
 	  CFG(tenants.hierarchy), 0, 0, hierarchy_names, "auto", AT_RELOAD },

@@ -63,7 +63,6 @@ struct ctl_client {
 
 struct ctl_server {
 	char *mountpoint, *backing, *policy, *config_path;
-	uint32_t cost_iops[2], cost_mb_per_s[2];
 	struct stats *stats;
 	struct tenant_table *tenants;
 	ctl_reload_fn reload;
@@ -265,8 +264,6 @@ int ctl_server_new(const struct ctl_server_params *p, struct ctl_server **out, c
 	s->mountpoint = dup_or_empty(p->mountpoint);
 	s->backing = dup_or_empty(p->backing);
 	s->policy = dup_or_empty(p->policy);
-	memcpy(s->cost_iops, p->cost_iops, sizeof(s->cost_iops));
-	memcpy(s->cost_mb_per_s, p->cost_mb_per_s, sizeof(s->cost_mb_per_s));
 	s->config_path = dup_or_empty(p->config_path);
 	s->older = calloc(s->max_tenants, sizeof(*s->older));
 	s->newer = calloc(s->max_tenants, sizeof(*s->newer));
@@ -462,12 +459,14 @@ static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 	json_object_object_add(o, "socket", json_object_new_string(s->socket_path));
 	json_object_object_add(o, "policy", json_object_new_string(s->policy));
 	static const char *const cost_keys[2] = { "read_cost", "write_cost" };
+	uint32_t cost_iops[2], cost_mb_per_s[2];
+	stats_read_cost_model(s->stats, cost_iops, cost_mb_per_s);
 	for (int k = 0; k < 2; k++) {
 		struct json_object *c = NULL;
-		if (s->cost_iops[k]) {
+		if (cost_iops[k]) {
 			c = json_object_new_object();
-			ctl_json_add_u64(c, "iops", s->cost_iops[k]);
-			ctl_json_add_u64(c, "mb_per_s", s->cost_mb_per_s[k]);
+			ctl_json_add_u64(c, "iops", cost_iops[k]);
+			ctl_json_add_u64(c, "mb_per_s", cost_mb_per_s[k]);
 		}
 		json_object_object_add(o, cost_keys[k], c);
 	}

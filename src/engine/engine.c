@@ -133,6 +133,11 @@ struct engine {
 	uint64_t wake_value;
 	_Atomic(struct engine_req *) handoff;
 	_Atomic(struct engine_req *) finished;   /* finished off the reactor: to release, or solo to count */
+	/* A reloaded cost model, per kind iops << 32 | MB/s, for the reactor to
+	 * apply when cost_epoch passes cost_applied (engine_set_cost_model). */
+	_Atomic uint64_t cost_model[2];
+	_Atomic uint64_t cost_epoch;
+	uint64_t cost_applied;
 	atomic_uint held_writes;                 /* workers waiting in or running a held write */
 	struct tenant_counts *per_tenant;        /* by tenant id, max_tenants of them */
 	/*
@@ -1186,6 +1191,34 @@ static void note_outstanding(struct engine *e)
 		e->window_peak_held = held;
 }
 
+void engine_set_cost_model(struct engine *e, const uint32_t iops[2], const uint32_t mb_per_s[2])
+{
+	for (int k = 0; k < 2; k++)
+		atomic_store_explicit(&e->cost_model[k], (uint64_t)iops[k] << 32 | mb_per_s[k],
+				      memory_order_relaxed);
+	atomic_fetch_add_explicit(&e->cost_epoch, 1, memory_order_release);
+	wake_reactor(e);
+}
+
+/* On the reactor: a model given since the last round, applied and published. */
+static void apply_cost_model(struct engine *e)
+{
+	uint64_t epoch = atomic_load_explicit(&e->cost_epoch, memory_order_acquire);
+	if (epoch == e->cost_applied)
+		return;
+	e->cost_applied = epoch;
+	uint32_t iops[2], mb_per_s[2];
+	uint64_t bytes_per_s[2];
+	for (int k = 0; k < 2; k++) {
+		uint64_t v = atomic_load_explicit(&e->cost_model[k], memory_order_relaxed);
+		iops[k] = (uint32_t)(v >> 32);
+		mb_per_s[k] = iops[k] ? (uint32_t)v : 0;
+		bytes_per_s[k] = (uint64_t)mb_per_s[k] * 1000000u;
+	}
+	if (sched_set_cost_model(e->sched, iops, bytes_per_s) == 0)
+		stats_publish_cost_model(e->stats, iops, mb_per_s);
+}
+
 uint32_t engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit),
 				 int64_t (*waiting)(void *arg), void *arg, uint32_t max)
 {
@@ -1392,6 +1425,7 @@ static void *reactor_main(void *arg)
 		take_finished(e, now);
 		take_handoff(e, now);
 		tenant_queues_sync(e->queues);
+		apply_cost_model(e);
 		retire_idle(e, now);
 		publish_stats(e, now);
 		for (struct sched_req *sr; (sr = sched_dispatch(e->sched, now));)
@@ -1490,6 +1524,9 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 		snprintf(err, err_bytes, "invalid scheduler parameters: %s", strerror(-r));
 		goto fail;
 	}
+	uint32_t cost_mb_per_s[2] = { (uint32_t)(p->sched.model_bytes_per_s[0] / 1000000u),
+				       (uint32_t)(p->sched.model_bytes_per_s[1] / 1000000u) };
+	stats_publish_cost_model(stats, p->sched.model_iops, cost_mb_per_s);
 	r = tenant_queues_new(e->sched, tenants, p->sched.default_weight, &e->queues);
 	if (r < 0) {
 		snprintf(err, err_bytes, "out of memory");

@@ -60,6 +60,12 @@ static bool weight_valid(uint32_t w)
 	return w >= SCHED_WEIGHT_MIN && w <= SCHED_WEIGHT_MAX;
 }
 
+/* Per kind, none or both: requests a second and bytes a second. */
+static bool cost_model_valid(const uint32_t iops[2], const uint64_t bytes_per_s[2])
+{
+	return !iops[0] == !bytes_per_s[0] && !iops[1] == !bytes_per_s[1];
+}
+
 static int params_check(const struct sched_params *p)
 {
 	if (!policy_ops(p->policy))
@@ -73,8 +79,19 @@ static int params_check(const struct sched_params *p)
 		return -EINVAL;
 	if (p->inject_slowdown_pct < 100 || p->inject_cycle_slowdown_pct < 100 || !p->waker_hits ||
 	    !p->async_depth_pct || p->async_depth_pct > 100 || p->reserve_max_pct > 100 ||
-	    !p->model_iops[0] != !p->model_bytes_per_s[0] || !p->model_iops[1] != !p->model_bytes_per_s[1])
+	    !cost_model_valid(p->model_iops, p->model_bytes_per_s))
 		return -EINVAL;
+	return 0;
+}
+
+int sched_set_cost_model(struct sched *s, const uint32_t iops[2], const uint64_t bytes_per_s[2])
+{
+	if (!cost_model_valid(iops, bytes_per_s))
+		return -EINVAL;
+	for (int k = 0; k < 2; k++) {
+		s->p.model_iops[k] = iops[k];
+		s->p.model_bytes_per_s[k] = bytes_per_s[k];
+	}
 	return 0;
 }
 

@@ -125,6 +125,54 @@ START_TEST(cost_model_prices_plain_writes_not_dsync_ones)
 }
 END_TEST
 
+/* Charged bytes of rounds 4 KiB sync writes of q, each 10 us at the store. */
+static uint64_t charged_for_writes(struct sched *s, struct sched_queue *q, int rounds, uint64_t *now)
+{
+	struct sched_queue_stats before, after;
+	sched_queue_stats(q, &before);
+	for (int i = 0; i < rounds; i++, *now += 100 * US) {
+		struct sched_req w;
+		req_init(&w, q, SCHED_OP_WRITE, 4096);
+		w.sync = true;
+		sched_enqueue(s, &w, *now);
+		ck_assert_ptr_eq(sched_dispatch(s, *now), &w);
+		sched_complete(s, &w, *now + 10 * US);
+	}
+	sched_queue_stats(q, &after);
+	return after.charged_bytes - before.charged_bytes;
+}
+
+/* A reload's model bills the requests completing after it; one number of
+ * a kind without the other is refused and the model in use kept. */
+START_TEST(cost_model_set_live)
+{
+	struct sched_params p;
+	struct sched *s;
+	sched_params_default(&p);
+	ck_assert_int_eq(sched_new(&p, &s), 0);
+	struct sched_queue *q = queue(s, 1, 100);
+	uint64_t now = 1000 * US;
+	uint64_t by_time = charged_for_writes(s, q, 8, &now);
+	uint32_t iops[2] = { 0, 1000 };			/* a 4 KiB write: 1 ms of the store */
+	uint64_t bps[2] = { 0, 1000000000ull };
+	ck_assert_int_eq(sched_set_cost_model(s, iops, bps), 0);
+	uint64_t by_model = charged_for_writes(s, q, 8, &now);
+	ck_assert_msg(by_model > 20 * by_time, "model %lu, time %lu", (unsigned long)by_model,
+		      (unsigned long)by_time);
+	uint64_t half[2] = { 0, 0 };			/* iops without bandwidth */
+	ck_assert_int_eq(sched_set_cost_model(s, iops, half), -EINVAL);
+	uint64_t still = charged_for_writes(s, q, 8, &now);
+	ck_assert_msg(still * 10 > by_model * 9, "kept model %lu, before %lu", (unsigned long)still,
+		      (unsigned long)by_model);
+	uint32_t none[2] = { 0, 0 };
+	ck_assert_int_eq(sched_set_cost_model(s, none, half), 0);
+	uint64_t off = charged_for_writes(s, q, 8, &now);
+	ck_assert_msg(off * 20 < by_model, "off %lu, model %lu", (unsigned long)off,
+		      (unsigned long)by_model);
+	sched_free(s);
+}
+END_TEST
+
 START_TEST(unknown_policy_rejected)
 {
 	struct sched_params p;
@@ -1960,6 +2008,7 @@ int main(void)
 	tcase_add_test(tc, params_validated);
 	tcase_add_test(tc, unknown_policy_rejected);
 	tcase_add_test(tc, cost_model_prices_plain_writes_not_dsync_ones);
+	tcase_add_test(tc, cost_model_set_live);
 	tcase_add_test(tc, tenant_table_many);
 	tcase_add_test(tc, intrusive_list);
 	tcase_add_test(tc, all_idle);
