@@ -27,8 +27,10 @@
 #define CALIBRATE_LARGE_DEPTH 8u
 #define CALIBRATE_ROUNDS 3u
 /* Rounds further apart than this (highest over lowest, percent) are named
- * in the printed comment: the store was not steady while measured. */
-#define CALIBRATE_STEADY_PCT 120u
+ * in the printed comment: the store was not steady while measured. Not
+ * less: a quiet virtual disk here moved 20-30% from round to round, which
+ * the median absorbs. */
+#define CALIBRATE_STEADY_PCT 150u
 
 struct calibrate_measure {
 	uint64_t median, low, high;	/* over the rounds */

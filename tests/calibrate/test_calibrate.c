@@ -76,7 +76,7 @@ static char *printed(const struct calibrate_result *r)
 	return text;
 }
 
-/* The medians go to the config lines; rounds further apart than a fifth
+/* The medians go to the config lines; rounds further apart than half
  * are named, so a calibration disturbed by other I/O is not taken on trust. */
 START_TEST(the_medians_are_printed_and_unsteady_rounds_named)
 {
@@ -90,7 +90,7 @@ START_TEST(the_medians_are_printed_and_unsteady_rounds_named)
 	ck_assert_msg(strstr(text, "(rounds 48000-52000)"), "%s", text);
 	ck_assert_msg(!strstr(text, "Measure again"), "%s", text);
 	free(text);
-	r.write_mb_per_s.low = 2000;	/* one round at two thirds of another */
+	r.write_mb_per_s.low = 2000;	/* the highest round 1.6 times the lowest */
 	text = printed(&r);
 	ck_assert_msg(strstr(text, "Measure again"), "%s", text);
 	ck_assert_msg(strstr(text, "write_cost = 40000 3100\n"), "%s", text);
