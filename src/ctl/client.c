@@ -458,35 +458,34 @@ static char *tree_name(struct json_object *t, struct json_object *parent, unsign
 	return out;
 }
 
-/* "read 61068/s 4246 MB/s" or "read off": one kind of the store's cost model. */
-static void cost_text(char *out, size_t len, struct json_object *m, const char *key,
+/* "read 61068/s 4246 MB/s" or "read off": one kind of the store's cost
+ * model; whether it is set. */
+static bool cost_text(char *out, size_t len, struct json_object *m, const char *key,
 		      const char *kind)
 {
 	struct json_object *c = NULL;
-	if (json_object_object_get_ex(m, key, &c) && c)
+	if (json_object_object_get_ex(m, key, &c) && c) {
 		snprintf(out, len, "%s %" PRIu64 "/s %" PRIu64 " MB/s", kind, u64(c, "iops"),
 			 u64(c, "mb_per_s"));
-	else
-		snprintf(out, len, "%s off", kind);
+		return true;
+	}
+	snprintf(out, len, "%s off", kind);
+	return false;
 }
 
 static void print_table(FILE *out, struct json_object *m, const struct col *sort)
 {
-	char up_time[32], peak[32], cost[2][64] = { "", "" };
+	char up_time[32], peak[32], cost[2][64];
 	human_uptime(up_time, sizeof(up_time), num(m, "uptime_s"));
 	human_bytes(peak, sizeof(peak), num(m, "peak_rate_bytes_per_s"));
-	struct json_object *rc = NULL, *wc = NULL;
-	bool model = (json_object_object_get_ex(m, "read_cost", &rc) && rc) ||
-		     (json_object_object_get_ex(m, "write_cost", &wc) && wc);
-	if (model) {
-		cost_text(cost[0], sizeof(cost[0]), m, "read_cost", "read");
-		cost_text(cost[1], sizeof(cost[1]), m, "write_cost", "write");
-	}
+	bool model = cost_text(cost[0], sizeof(cost[0]), m, "read_cost", "read");
+	model |= cost_text(cost[1], sizeof(cost[1]), m, "write_cost", "write");
 	fprintf(out, "mount %s  backing %s  policy %s  in flight %" PRIu64 "/%" PRIu64
 		" (%" PRIu64 " kept)  kernel queue %" PRIu64 "  peak %s/s  uptime %s%s%s%s%s\n",
 		str(m, "mount"), str(m, "backing"), str(m, "policy"), u64(m, "inflight"),
 		u64(m, "max_inflight"), u64(m, "reserved_slots"), u64(m, "max_background"), peak,
-		up_time, model ? "\ncost model: " : "", cost[0], model ? ", " : "", cost[1]);
+		up_time, model ? "\ncost model: " : "", model ? cost[0] : "", model ? ", " : "",
+		model ? cost[1] : "");
 	struct json_object *tenants = field(m, "tenants");
 	size_t n = json_object_array_length(tenants), cap = n ? n : 1;
 	struct json_object **rows = calloc(cap, sizeof(*rows));
