@@ -322,18 +322,8 @@ static struct config *load_config(const struct daemon_options *o)
 	return cfg;
 }
 
-/* The [scheduler] section, in the scheduler's own terms. */
-/* The store's cost model a config gives, read [0] and write [1]: requests a
- * second and MB/s, iops 0 where off. */
-static void cost_model_of(const struct config_scheduler *c, uint32_t iops[2], uint32_t mb_per_s[2])
-{
-	const struct config_cost *cost[2] = { &c->read_cost, &c->write_cost };
-	for (int k = 0; k < 2; k++) {
-		iops[k] = cost[k]->iops;
-		mb_per_s[k] = cost[k]->iops ? cost[k]->mb_per_s : 0;
-	}
-}
-
+/* The [scheduler] section, in the scheduler's own terms: a mount's, and a
+ * reload's for what a reload changes (engine_reload). */
 static void engine_params_from_config(const struct config *cfg, struct engine_params *ep)
 {
 	engine_params_default(ep);
@@ -350,10 +340,11 @@ static void engine_params_from_config(const struct config *cfg, struct engine_pa
 	ep->sched.reserve_window_ns = (uint64_t)c->reserve_ms * 1000000u;
 	ep->sched.idle_enable = c->idle_mode != CONFIG_IDLE_OFF;
 	ep->sched.idle_fixed_ns = c->idle_mode == CONFIG_IDLE_FIXED ? (uint64_t)c->idle_us * 1000u : 0;
-	uint32_t mb_per_s[2];
-	cost_model_of(c, ep->sched.model_iops, mb_per_s);
-	for (int k = 0; k < 2; k++)
-		ep->sched.model_bytes_per_s[k] = (uint64_t)mb_per_s[k] * 1000000u;
+	const struct config_cost *cost[2] = { &c->read_cost, &c->write_cost };
+	for (int k = 0; k < 2; k++) {
+		ep->sched.model_iops[k] = cost[k]->iops;
+		ep->sched.model_bytes_per_s[k] = cost[k]->iops ? (uint64_t)cost[k]->mb_per_s * 1000000u : 0;
+	}
 }
 
 /*
@@ -596,9 +587,9 @@ static int daemon_reload_config(void *ctx, struct ctl_reload_result *res)
 	if (r < 0) {
 		daemon_log(d, LOG_ERR, "reload failed, running config kept: %s", res->error);
 	} else {
-		uint32_t iops[2], mb_per_s[2];
-		cost_model_of(&cfg->scheduler, iops, mb_per_s);
-		engine_set_cost_model(d->engine, iops, mb_per_s);
+		struct engine_params ep;
+		engine_params_from_config(cfg, &ep);
+		engine_reload(d->engine, &ep);
 		/* What only a new mount applies is named, not silently ignored. */
 		config_list_mount_time_changes(d->mounted, cfg, res->deferred, sizeof(res->deferred));
 		daemon_log(d, LOG_INFO, "reloaded %s%s%s", d->config_path,

@@ -1,6 +1,7 @@
 /* Per-tenant counters and latency histograms, many writers, many readers. */
 #include "fusesched/stats.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,8 @@ struct stats {
 	atomic_uint kernel_queue_limit;
 	atomic_uint watch_timeout_s;
 	atomic_uint reserved;
-	atomic_uint cost_iops[2], cost_mb_per_s[2];
+	pthread_mutex_t settings_lock; /* rare: a mount's and a reload's, and stat's reads */
+	struct stats_settings settings;
 	struct stats_tenant tenants[];
 };
 
@@ -35,6 +37,7 @@ struct stats *stats_new(uint32_t max_tenants)
 	if (!s)
 		return NULL;
 	s->max_tenants = max_tenants;
+	pthread_mutex_init(&s->settings_lock, NULL);
 	/* Until the engine's first publish, a tenant's queue is in no group. */
 	for (uint32_t t = 0; t < max_tenants; t++)
 		s->tenants[t].sched.parent_id = SCHED_GROUP_NONE;
@@ -43,6 +46,8 @@ struct stats *stats_new(uint32_t max_tenants)
 
 void stats_free(struct stats *s)
 {
+	if (s)
+		pthread_mutex_destroy(&s->settings_lock);
 	free(s);
 }
 
@@ -138,21 +143,19 @@ uint32_t stats_read_kernel_queue(const struct stats *s)
 	return atomic_load_explicit(&((struct stats *)s)->kernel_queue_limit, memory_order_relaxed);
 }
 
-void stats_publish_cost_model(struct stats *s, const uint32_t iops[2], const uint32_t mb_per_s[2])
+void stats_publish_settings(struct stats *s, const struct stats_settings *in)
 {
-	for (int k = 0; k < 2; k++) {
-		atomic_store_explicit(&s->cost_iops[k], iops[k], memory_order_relaxed);
-		atomic_store_explicit(&s->cost_mb_per_s[k], mb_per_s[k], memory_order_relaxed);
-	}
+	pthread_mutex_lock(&s->settings_lock);
+	s->settings = *in;
+	pthread_mutex_unlock(&s->settings_lock);
 }
 
-void stats_read_cost_model(const struct stats *s, uint32_t iops[2], uint32_t mb_per_s[2])
+void stats_read_settings(const struct stats *s, struct stats_settings *out)
 {
 	struct stats *w = (struct stats *)s;
-	for (int k = 0; k < 2; k++) {
-		iops[k] = atomic_load_explicit(&w->cost_iops[k], memory_order_relaxed);
-		mb_per_s[k] = atomic_load_explicit(&w->cost_mb_per_s[k], memory_order_relaxed);
-	}
+	pthread_mutex_lock(&w->settings_lock);
+	*out = w->settings;
+	pthread_mutex_unlock(&w->settings_lock);
 }
 
 void stats_publish_watch_timeout(struct stats *s, uint32_t seconds)

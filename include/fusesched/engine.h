@@ -147,11 +147,10 @@ uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t min_re
 uint32_t engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit),
 			     int64_t (*waiting)(void *arg), void *arg, uint32_t max);
 
-/* Any thread: the store's cost model (read [0], write [1]: requests a
- * second and MB/s; iops 0: none) for the scheduler to bill by from the
- * reactor's next round on (sched_set_cost_model), as a reload gives it;
- * stats show it once applied. */
-void engine_set_cost_model(struct engine *e, const uint32_t iops[2], const uint32_t mb_per_s[2]);
+/* Any thread: a reload's params, for the reactor to apply from its next
+ * round on: busy_poll_ns and what sched_reload takes of sched (the rest
+ * stays as the engine was made). stats show them once applied. */
+void engine_reload(struct engine *e, const struct engine_params *p);
 
 /* Requests completed so far (tests and stats). */
 uint64_t engine_completed(const struct engine *e);

@@ -216,10 +216,17 @@ void sched_params_default(struct sched_params *p);
 
 /* -EINVAL for inconsistent params, -ENOMEM. */
 int sched_new(const struct sched_params *p, struct sched **out);
-/* A new store cost model (sched_params.model_iops, model_bytes_per_s, per
- * kind; 0 and 0: none), for requests completing from now on: a reload's.
- * -EINVAL, the model kept, where a kind has one number without the other. */
-int sched_set_cost_model(struct sched *s, const uint32_t iops[2], const uint64_t bytes_per_s[2]);
+/* A reload's params, for what comes from now on: the store's cost model
+ * (requests completing next are billed by it), learn_depth (turned on or
+ * off, the depth is learned afresh), work_conserving, budget_timeout_ns,
+ * reserve_window_ns and the idling (idle_enable, idle_fixed_ns). The rest
+ * are kept: policy (how the queues are kept), max_inflight (what the
+ * caller sized for it), default_weight (tenants' weights come from their
+ * table) and the tuning constants. -EINVAL, every setting kept, for
+ * inconsistent params. */
+int sched_reload(struct sched *s, const struct sched_params *p);
+/* The params in force. */
+const struct sched_params *sched_params_of(const struct sched *s);
 /* Requests still queued or in flight are forgotten, never completed:
  * drain first for a clean stop. */
 void sched_free(struct sched *s);

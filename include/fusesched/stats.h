@@ -69,10 +69,14 @@ void stats_read_global(const struct stats *s, uint64_t *peak_rate_bytes_per_s, u
 void stats_publish_kernel_queue(struct stats *s, uint32_t limit);
 uint32_t stats_read_kernel_queue(const struct stats *s);
 
-/* The store's cost model the scheduler bills by, read [0] and write [1]:
- * requests a second and MB/s (sched_set_cost_model); iops 0: none. */
-void stats_publish_cost_model(struct stats *s, const uint32_t iops[2], const uint32_t mb_per_s[2]);
-void stats_read_cost_model(const struct stats *s, uint32_t iops[2], uint32_t mb_per_s[2]);
+/* The scheduler's settings in force (a reload changes some: sched_reload),
+ * published by the engine when it applies them. */
+struct stats_settings {
+	struct sched_params sched;
+	uint64_t busy_poll_ns;
+};
+void stats_publish_settings(struct stats *s, const struct stats_settings *in);
+void stats_read_settings(const struct stats *s, struct stats_settings *out);
 
 /* How long the kernel trusts names and attributes on the watched backing filesystem (watch.h), 0: not watched. */
 void stats_publish_watch_timeout(struct stats *s, uint32_t seconds);

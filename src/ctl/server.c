@@ -447,6 +447,39 @@ out:
 	return n;
 }
 
+/* The scheduler's settings in force, in the config file's terms (a reload
+ * changes some: fusesched.conf(5)). */
+static void ctl_settings_json(struct json_object *o, const struct stats_settings *set)
+{
+	const struct sched_params *p = &set->sched;
+	static const char *const cost_keys[2] = { "read_cost", "write_cost" };
+	for (int k = 0; k < 2; k++) {
+		struct json_object *c = NULL;
+		if (p->model_iops[k]) {
+			c = json_object_new_object();
+			ctl_json_add_u64(c, "iops", p->model_iops[k]);
+			ctl_json_add_u64(c, "mb_per_s", p->model_bytes_per_s[k] / 1000000u);
+		}
+		json_object_object_add(o, cost_keys[k], c);
+	}
+	json_object_object_add(o, "learn_depth", json_object_new_boolean(p->learn_depth));
+	json_object_object_add(o, "work_conserving",
+			       json_object_new_string(p->work_conserving == SCHED_DOOR_OPEN   ? "yes"
+						      : p->work_conserving == SCHED_DOOR_SHUT ? "no"
+											: "auto"));
+	json_object_object_add(o, "idle",
+			       json_object_new_string(!p->idle_enable	? "off"
+						      : p->idle_fixed_ns ? "fixed"
+									 : "auto"));
+	json_object_object_add(o, "idle_fixed_us",
+			       p->idle_enable && p->idle_fixed_ns
+				       ? json_object_new_int64((int64_t)(p->idle_fixed_ns / 1000u))
+				       : NULL);
+	ctl_json_add_u64(o, "budget_timeout_ms", p->budget_timeout_ns / 1000000u);
+	ctl_json_add_u64(o, "busy_poll_us", set->busy_poll_ns / 1000u);
+	ctl_json_add_u64(o, "reserve_ms", p->reserve_window_ns / 1000000u);
+}
+
 static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 {
 	struct json_object *o = reply_ok();
@@ -458,18 +491,9 @@ static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 							       : NULL);
 	json_object_object_add(o, "socket", json_object_new_string(s->socket_path));
 	json_object_object_add(o, "policy", json_object_new_string(s->policy));
-	static const char *const cost_keys[2] = { "read_cost", "write_cost" };
-	uint32_t cost_iops[2], cost_mb_per_s[2];
-	stats_read_cost_model(s->stats, cost_iops, cost_mb_per_s);
-	for (int k = 0; k < 2; k++) {
-		struct json_object *c = NULL;
-		if (cost_iops[k]) {
-			c = json_object_new_object();
-			ctl_json_add_u64(c, "iops", cost_iops[k]);
-			ctl_json_add_u64(c, "mb_per_s", cost_mb_per_s[k]);
-		}
-		json_object_object_add(o, cost_keys[k], c);
-	}
+	struct stats_settings set;
+	stats_read_settings(s->stats, &set);
+	ctl_settings_json(o, &set);
 	uint64_t peak;
 	uint32_t inflight, max_inflight, reserved;
 	stats_read_global(s->stats, &peak, &inflight, &max_inflight, &reserved);

@@ -133,11 +133,12 @@ struct engine {
 	uint64_t wake_value;
 	_Atomic(struct engine_req *) handoff;
 	_Atomic(struct engine_req *) finished;   /* finished off the reactor: to release, or solo to count */
-	/* A reloaded cost model, per kind iops << 32 | MB/s, for the reactor to
-	 * apply when cost_epoch passes cost_applied (engine_set_cost_model). */
-	_Atomic uint64_t cost_model[2];
-	_Atomic uint64_t cost_epoch;
-	uint64_t cost_applied;
+	/* A reload's settings, for the reactor to apply when reload_epoch
+	 * passes reload_applied (engine_reload). */
+	pthread_mutex_t reload_lock;
+	struct engine_params reloaded;           /* under reload_lock */
+	_Atomic uint64_t reload_epoch;
+	uint64_t reload_applied;
 	atomic_uint held_writes;                 /* workers waiting in or running a held write */
 	struct tenant_counts *per_tenant;        /* by tenant id, max_tenants of them */
 	/*
@@ -1191,32 +1192,40 @@ static void note_outstanding(struct engine *e)
 		e->window_peak_held = held;
 }
 
-void engine_set_cost_model(struct engine *e, const uint32_t iops[2], const uint32_t mb_per_s[2])
+void engine_reload(struct engine *e, const struct engine_params *p)
 {
-	for (int k = 0; k < 2; k++)
-		atomic_store_explicit(&e->cost_model[k], (uint64_t)iops[k] << 32 | mb_per_s[k],
-				      memory_order_relaxed);
-	atomic_fetch_add_explicit(&e->cost_epoch, 1, memory_order_release);
+	pthread_mutex_lock(&e->reload_lock);
+	e->reloaded = *p;
+	pthread_mutex_unlock(&e->reload_lock);
+	atomic_fetch_add_explicit(&e->reload_epoch, 1, memory_order_release);
 	wake_reactor(e);
 }
 
-/* On the reactor: a model given since the last round, applied and published. */
-static void apply_cost_model(struct engine *e)
+static void publish_settings(struct engine *e)
 {
-	uint64_t epoch = atomic_load_explicit(&e->cost_epoch, memory_order_acquire);
-	if (epoch == e->cost_applied)
+	const struct sched_params *p = sched_params_of(e->sched);
+	struct stats_settings st = {
+		.sched = *p,
+		.busy_poll_ns = e->params.busy_poll_ns,
+	};
+	stats_publish_settings(e->stats, &st);
+}
+
+/* On the reactor: settings reloaded since the last round, applied and published. */
+static void apply_reload(struct engine *e)
+{
+	uint64_t epoch = atomic_load_explicit(&e->reload_epoch, memory_order_acquire);
+	if (epoch == e->reload_applied)
 		return;
-	e->cost_applied = epoch;
-	uint32_t iops[2], mb_per_s[2];
-	uint64_t bytes_per_s[2];
-	for (int k = 0; k < 2; k++) {
-		uint64_t v = atomic_load_explicit(&e->cost_model[k], memory_order_relaxed);
-		iops[k] = (uint32_t)(v >> 32);
-		mb_per_s[k] = iops[k] ? (uint32_t)v : 0;
-		bytes_per_s[k] = (uint64_t)mb_per_s[k] * 1000000u;
-	}
-	if (sched_set_cost_model(e->sched, iops, bytes_per_s) == 0)
-		stats_publish_cost_model(e->stats, iops, mb_per_s);
+	e->reload_applied = epoch;
+	pthread_mutex_lock(&e->reload_lock);
+	struct engine_params p = e->reloaded;
+	pthread_mutex_unlock(&e->reload_lock);
+	if (sched_reload(e->sched, &p.sched) != 0)
+		return;
+	if (!e->wait_by_poll)
+		e->params.busy_poll_ns = p.busy_poll_ns;
+	publish_settings(e);
 }
 
 uint32_t engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32_t limit),
@@ -1425,7 +1434,7 @@ static void *reactor_main(void *arg)
 		take_finished(e, now);
 		take_handoff(e, now);
 		tenant_queues_sync(e->queues);
-		apply_cost_model(e);
+		apply_reload(e);
 		retire_idle(e, now);
 		publish_stats(e, now);
 		for (struct sched_req *sr; (sr = sched_dispatch(e->sched, now));)
@@ -1504,6 +1513,7 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&e->blocking_lock, NULL);
+	pthread_mutex_init(&e->reload_lock, NULL);
 	pthread_condattr_t monotonic; /* the executors' timed wait is on clock.h's clock */
 	pthread_condattr_init(&monotonic);
 	pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
@@ -1524,9 +1534,6 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 		snprintf(err, err_bytes, "invalid scheduler parameters: %s", strerror(-r));
 		goto fail;
 	}
-	uint32_t cost_mb_per_s[2] = { (uint32_t)(p->sched.model_bytes_per_s[0] / 1000000u),
-				       (uint32_t)(p->sched.model_bytes_per_s[1] / 1000000u) };
-	stats_publish_cost_model(stats, p->sched.model_iops, cost_mb_per_s);
 	r = tenant_queues_new(e->sched, tenants, p->sched.default_weight, &e->queues);
 	if (r < 0) {
 		snprintf(err, err_bytes, "out of memory");
@@ -1575,6 +1582,7 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	e->wait_by_poll = RUNNING_ON_VALGRIND;
 	if (e->wait_by_poll)
 		e->params.busy_poll_ns = 0; /* valgrind runs one thread at a time: polling would stall the rest */
+	publish_settings(e);
 	*out = e;
 	return 0;
 fail:
@@ -1649,6 +1657,7 @@ void engine_free(struct engine *e)
 	free(e->per_tenant);
 	pthread_cond_destroy(&e->blocking_work);
 	pthread_mutex_destroy(&e->blocking_lock);
+	pthread_mutex_destroy(&e->reload_lock);
 	free(e);
 }
 

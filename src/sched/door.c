@@ -59,6 +59,16 @@ static int door_phase(struct sched *s, uint64_t now_ns)
 	return -1;
 }
 
+void sched_door_forget(struct sched *s)
+{
+	s->door = (struct door_probe){ 0 };
+	struct sched_link *l;
+	sched_list_foreach(l, &s->all_queues) {
+		struct sched_queue *q = sched_list_entry(l, struct sched_queue, all_link);
+		q->door = (struct queue_door){ 0 };
+	}
+}
+
 bool sched_door_shut(struct sched *s, struct sched_queue *g, uint64_t now_ns)
 {
 	if (s->p.work_conserving != SCHED_DOOR_LEARN)

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 void sched_params_default(struct sched_params *p)
 {
@@ -84,15 +85,34 @@ static int params_check(const struct sched_params *p)
 	return 0;
 }
 
-int sched_set_cost_model(struct sched *s, const uint32_t iops[2], const uint64_t bytes_per_s[2])
+int sched_reload(struct sched *s, const struct sched_params *p)
 {
-	if (!cost_model_valid(iops, bytes_per_s))
-		return -EINVAL;
+	struct sched_params next = s->p;
+	next.learn_depth = p->learn_depth;
+	next.work_conserving = p->work_conserving;
+	next.budget_timeout_ns = p->budget_timeout_ns;
+	next.reserve_window_ns = p->reserve_window_ns;
+	next.idle_enable = p->idle_enable;
+	next.idle_fixed_ns = p->idle_fixed_ns;
 	for (int k = 0; k < 2; k++) {
-		s->p.model_iops[k] = iops[k];
-		s->p.model_bytes_per_s[k] = bytes_per_s[k];
+		next.model_iops[k] = p->model_iops[k];
+		next.model_bytes_per_s[k] = p->model_bytes_per_s[k];
 	}
+	int err = params_check(&next);
+	if (err)
+		return err;
+	/* A depth learned before, or none, is no measure for the new setting. */
+	if (next.learn_depth != s->p.learn_depth)
+		memset(&s->depth, 0, sizeof(s->depth));
+	if (next.work_conserving != s->p.work_conserving)
+		sched_door_forget(s);
+	s->p = next;
 	return 0;
+}
+
+const struct sched_params *sched_params_of(const struct sched *s)
+{
+	return &s->p;
 }
 
 int sched_new(const struct sched_params *p, struct sched **out)

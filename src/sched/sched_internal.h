@@ -496,6 +496,8 @@ uint32_t sched_depth_now(struct sched *s, uint64_t now_ns);
 /* door.c: whether g's holding door is shut now; the door let someone in
  * for g; a completion, counted for the door's probe. */
 bool sched_door_shut(struct sched *s, struct sched_queue *g, uint64_t now_ns);
+/* Forgets every probe and what it decided: work_conserving changed. */
+void sched_door_forget(struct sched *s);
 void sched_door_used(struct sched *s, struct sched_queue *g, uint64_t now_ns);
 void sched_door_completion(struct sched *s, struct sched_queue *q, const struct sched_req *r,
 			   uint64_t now_ns);

@@ -484,19 +484,18 @@ static void expect_mount_time_changes(const char *mounted_text,
 
 START_TEST(reload_names_what_waits_for_the_next_mount)
 {
-	/* the tenant side applies at reload */
+	/* the tenant side and the scheduler's settings apply at reload */
 	expect_mount_time_changes("",
-		"[scheduler]\ndefault_weight = 50\nhonor_cgroup_weights = no\n"
+		"[scheduler]\ndefault_weight = 50\nhonor_cgroup_weights = no\nidle = off\n"
+		"budget_timeout_ms = 5\nbusy_poll_us = 0\nreserve_ms = 0\nlearn_depth = yes\n"
+		"work_conserving = no\nread_cost = 1000 100\n"
 		"[tenants]\nhierarchy = v2\ncache_ttl_ms = 5\nretire_idle_ms = 2000\n"
 		"[group \"/a\"]\nweight = 7\naccount = subtree\n", "");
-	/* the engine's and the socket's keys wait, named in table order */
+	/* what sizes the engine and the socket's keys wait, named in table order */
 	expect_mount_time_changes("",
 		"[scheduler]\npolicy = fifo\nmax_inflight = 8\nidle = off\n"
-		"budget_timeout_ms = 5\nbusy_poll_us = 0\nreserve_ms = 0\n"
 		"[control]\nsocket = /run/x.sock\ngroup = adm\n",
-		"scheduler.policy,scheduler.max_inflight,scheduler.idle,"
-		"scheduler.budget_timeout_ms,scheduler.busy_poll_us,scheduler.reserve_ms,"
-		"control.socket,control.group");
+		"scheduler.policy,scheduler.max_inflight,control.socket,control.group");
 	/* the listener is bound at mount: a changed address waits (README: reload) */
 	expect_mount_time_changes("", "[metrics]\nlisten = \n", "");
 #ifdef FUSESCHED_HAVE_MICROHTTPD /* else a set listen is refused: metrics_section */
@@ -506,11 +505,11 @@ START_TEST(reload_names_what_waits_for_the_next_mount)
 				  "[metrics]\nlisten = 9102\n", "metrics.listen");
 	expect_mount_time_changes("", "[metrics]\nlisten = 9101\n", "metrics.listen");
 #endif
-	/* the same value spelt differently is no change; a fixed idle window's length is */
-	expect_mount_time_changes("[scheduler]\npolicy = bfq\nidle = 300\n",
-				  "[scheduler]\npolicy = BFQ\nidle = 300\n", "");
-	expect_mount_time_changes("[scheduler]\nidle = 300\n",
-				  "[scheduler]\nidle = 400\n", "scheduler.idle");
+	/* the same value spelt differently is no change */
+	expect_mount_time_changes("[scheduler]\npolicy = bfq\n",
+				  "[scheduler]\npolicy = BFQ\n", "");
+	expect_mount_time_changes("[scheduler]\npolicy = bfq\n",
+				  "[scheduler]\npolicy = fifo\n", "scheduler.policy");
 	expect_mount_time_changes("[control]\nsocket = /run/x.sock\n",
 				  "[control]\nsocket = auto\n", "control.socket");
 }

@@ -598,6 +598,80 @@ START_TEST(stat_names_the_cost_model_in_use)
 }
 END_TEST
 
+/* A field of stat's JSON as text ("null" where null). */
+static char *stat_field(const char *mnt, const char *key)
+{
+	struct json_object *mount, *doc = ctl_test_stat(mnt, &mount), *v = NULL;
+	ck_assert_msg(json_object_object_get_ex(mount, key, &v), "no %s in stat", key);
+	char *text = strdup(v ? json_object_get_string(v) : "null");
+	json_object_put(doc);
+	return text;
+}
+
+static bool stat_field_is(const char *mnt, const char *key, const char *want)
+{
+	char *text = stat_field(mnt, key);
+	bool same = strcmp(text, want) == 0;
+	if (!same)
+		fprintf(stderr, "stat %s: %s, waiting for %s\n", key, text, want);
+	free(text);
+	return same;
+}
+
+/* A reload changes the scheduler's settings on the live mount, stat shows
+ * those in force, and what only a new mount can change (max_inflight
+ * sizes the engine) is named as such and left as it was. */
+START_TEST(reload_applies_scheduler_settings_live)
+{
+	struct test_mount m;
+	write_config(300, 100, "[scheduler]\nidle = off\n");
+	mount_with_config(&m);
+	ck_assert(stat_field_is(m.mnt, "idle", "off"));
+	ck_assert(stat_field_is(m.mnt, "idle_fixed_us", "null"));
+	ck_assert(stat_field_is(m.mnt, "budget_timeout_ms", "20"));
+	ck_assert(stat_field_is(m.mnt, "busy_poll_us", "200"));
+	ck_assert(stat_field_is(m.mnt, "reserve_ms", "1000"));
+	ck_assert(stat_field_is(m.mnt, "work_conserving", "auto"));
+	ck_assert(stat_field_is(m.mnt, "learn_depth", "false"));
+	ck_assert(stat_field_is(m.mnt, "max_inflight", "32"));
+
+	write_config(300, 100,
+		     "[scheduler]\nidle = 500\nbudget_timeout_ms = 7\nbusy_poll_us = 0\n"
+		     "reserve_ms = 50\nwork_conserving = no\nlearn_depth = yes\nmax_inflight = 16\n");
+	int status;
+	char *out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
+	ck_assert_msg(status == 0, "reload: %s", out);
+	ck_assert_msg(strstr(out, "scheduler.max_inflight") && strstr(out, "next mount"), "reload: %s",
+		      out);
+	static const char *const live[] = { "scheduler.idle", "scheduler.budget_timeout_ms",
+					    "scheduler.busy_poll_us", "scheduler.reserve_ms",
+					    "scheduler.work_conserving", "scheduler.learn_depth" };
+	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++)
+		ck_assert_msg(!strstr(out, live[i]), "%s deferred: %s", live[i], out);
+	free(out);
+	CTL_TEST_POLL(stat_field_is(m.mnt, "idle", "fixed"));
+	ck_assert(stat_field_is(m.mnt, "idle", "fixed"));
+	ck_assert(stat_field_is(m.mnt, "idle_fixed_us", "500"));
+	ck_assert(stat_field_is(m.mnt, "budget_timeout_ms", "7"));
+	ck_assert(stat_field_is(m.mnt, "busy_poll_us", "0"));
+	ck_assert(stat_field_is(m.mnt, "reserve_ms", "50"));
+	ck_assert(stat_field_is(m.mnt, "work_conserving", "no"));
+	ck_assert(stat_field_is(m.mnt, "learn_depth", "true"));
+
+	/* The mount still serves its data with the new settings. */
+	char path[600];
+	snprintf(path, sizeof(path), "%s/after-reload", m.mnt);
+	int fd = open(path, O_CREAT | O_RDWR, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "live", 4, 0), 4);
+	char back[4];
+	ck_assert_int_eq(pread(fd, back, 4, 0), 4);
+	ck_assert(memcmp(back, "live", 4) == 0);
+	close(fd);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 /*
  * A child in cgroup group as uid: opens files prefix-0, prefix-1, ... (up
  * to count, or until an open fails), writes how many it opened and the
@@ -743,6 +817,7 @@ int main(void)
 	tcase_add_test(tc, process_in_its_own_pid_namespace_is_attributed_to_its_cgroup);
 	tcase_add_test(tc, open_files_past_the_cap_fail_for_the_holder_only);
 	tcase_add_test(tc, stat_names_the_cost_model_in_use);
+	tcase_add_test(tc, reload_applies_scheduler_settings_live);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_VERBOSE);

@@ -153,22 +153,89 @@ START_TEST(cost_model_set_live)
 	struct sched_queue *q = queue(s, 1, 100);
 	uint64_t now = 1000 * US;
 	uint64_t by_time = charged_for_writes(s, q, 8, &now);
-	uint32_t iops[2] = { 0, 1000 };			/* a 4 KiB write: 1 ms of the store */
-	uint64_t bps[2] = { 0, 1000000000ull };
-	ck_assert_int_eq(sched_set_cost_model(s, iops, bps), 0);
+	p.model_iops[1] = 1000;				/* a 4 KiB write: 1 ms of the store */
+	p.model_bytes_per_s[1] = 1000000000ull;
+	ck_assert_int_eq(sched_reload(s, &p), 0);
 	uint64_t by_model = charged_for_writes(s, q, 8, &now);
 	ck_assert_msg(by_model > 20 * by_time, "model %lu, time %lu", (unsigned long)by_model,
 		      (unsigned long)by_time);
-	uint64_t half[2] = { 0, 0 };			/* iops without bandwidth */
-	ck_assert_int_eq(sched_set_cost_model(s, iops, half), -EINVAL);
+	p.model_bytes_per_s[1] = 0;			/* iops without bandwidth */
+	ck_assert_int_eq(sched_reload(s, &p), -EINVAL);
 	uint64_t still = charged_for_writes(s, q, 8, &now);
 	ck_assert_msg(still * 10 > by_model * 9, "kept model %lu, before %lu", (unsigned long)still,
 		      (unsigned long)by_model);
-	uint32_t none[2] = { 0, 0 };
-	ck_assert_int_eq(sched_set_cost_model(s, none, half), 0);
+	p.model_iops[1] = 0;
+	ck_assert_int_eq(sched_reload(s, &p), 0);
 	uint64_t off = charged_for_writes(s, q, 8, &now);
 	ck_assert_msg(off * 20 < by_model, "off %lu, model %lu", (unsigned long)off,
 		      (unsigned long)by_model);
+	sched_free(s);
+}
+END_TEST
+
+/*
+ * One cycle of a depth-1 reader a (think 10 us) beside b's requests at the
+ * store: true when, a's request done, the scheduler opened an idle window
+ * for a.
+ */
+static bool a_is_idled_for(struct sched *s, struct sched_queue *a, uint64_t *now)
+{
+	static struct sched_req ra;
+	req_init(&ra, a, SCHED_OP_READ, 4096);
+	ra.sync = true;
+	sched_enqueue(s, &ra, *now);
+	struct sched_req *r;
+	while ((r = sched_dispatch(s, *now)) && r != &ra)
+		;	/* b's stay at the store */
+	ck_assert_ptr_eq(r, &ra);
+	struct sched_queue_stats before, after;
+	sched_queue_stats(a, &before);
+	*now += 100 * US;
+	sched_complete(s, &ra, *now);
+	sched_queue_stats(a, &after);
+	*now += 10 * US;
+	return after.idle_windows > before.idle_windows;
+}
+
+START_TEST(reload_changes_idling_and_keeps_the_rest)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 4);
+	struct sched_queue *a = queue(s, 1, 100), *b = queue(s, 2, 100);
+	struct sched_req rb[3];
+	uint64_t now = 0;
+	for (int i = 0; i < 3; i++) {
+		req_init(&rb[i], b, SCHED_OP_READ, 4096);
+		sched_enqueue(s, &rb[i], now);
+	}
+	for (int round = 0; round < 4; round++)	/* a's think time learned */
+		a_is_idled_for(s, a, &now);
+	ck_assert(a_is_idled_for(s, a, &now));
+
+	struct sched_params p = *sched_params_of(s);
+	p.idle_enable = false;
+	p.policy = SCHED_POLICY_FIFO;	/* kept: how the queues are kept */
+	p.max_inflight = 64;		/* kept: what the engine was sized for */
+	p.budget_timeout_ns = 5000000;
+	ck_assert_int_eq(sched_reload(s, &p), 0);
+	ck_assert(!sched_params_of(s)->idle_enable);
+	ck_assert_uint_eq(sched_params_of(s)->budget_timeout_ns, 5000000);
+	ck_assert_int_eq(sched_params_of(s)->policy, SCHED_POLICY_BFQ);
+	ck_assert_uint_eq(sched_params_of(s)->max_inflight, 4);
+	for (int round = 0; round < 3; round++)
+		ck_assert(!a_is_idled_for(s, a, &now));
+
+	p.idle_enable = true;
+	p.budget_timeout_ns = 0;	/* refused: nothing of it applied */
+	ck_assert_int_eq(sched_reload(s, &p), -EINVAL);
+	ck_assert(!sched_params_of(s)->idle_enable);
+	ck_assert(!a_is_idled_for(s, a, &now));
+
+	p.budget_timeout_ns = 20000000;
+	ck_assert_int_eq(sched_reload(s, &p), 0);
+	bool idled = false;
+	for (int round = 0; round < 4 && !idled; round++)
+		idled = a_is_idled_for(s, a, &now);
+	ck_assert(idled);
 	sched_free(s);
 }
 END_TEST
@@ -2009,6 +2076,7 @@ int main(void)
 	tcase_add_test(tc, unknown_policy_rejected);
 	tcase_add_test(tc, cost_model_prices_plain_writes_not_dsync_ones);
 	tcase_add_test(tc, cost_model_set_live);
+	tcase_add_test(tc, reload_changes_idling_and_keeps_the_rest);
 	tcase_add_test(tc, tenant_table_many);
 	tcase_add_test(tc, intrusive_list);
 	tcase_add_test(tc, all_idle);
