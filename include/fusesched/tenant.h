@@ -197,6 +197,18 @@ int tenant_get_info(struct tenant_table *table, uint32_t id,
 int tenant_table_apply_config(struct tenant_table *table,
 			      const struct config *cfg);
 
+/* Reads again the weight files (with honor_cgroup_weights) of up to MAX
+ * tenants used in the last 10 s or held (tenants below them, files open),
+ * going round the table from where the last call stopped: a weight a
+ * cgroup's owner changes (systemd's IOWeight=, a container runtime's
+ * update) is followed without a reload, as the kernel's own I/O
+ * controllers follow it, and a cgroup whose file becomes set (or unset)
+ * becomes (or stops being) a level. Moves the weights epoch if a weight or
+ * a parent changed. Takes the table lock for its reads, so MAX bounds how
+ * long resolutions may wait. Returns how many tenants it read. */
+size_t tenant_table_refresh_weights(struct tenant_table *table,
+				    uint64_t now_ns, size_t max);
+
 /* Retires tenants unused for retire_idle_ms, not held (a child tenant
  * holds its parent), whose cgroup directory is gone or folded into an
  * ancestor's tenant by a subtree rule.  While free ids are no more than the reserve it also

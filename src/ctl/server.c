@@ -38,6 +38,10 @@
 /* After refusing an oversized request, input is discarded (so the client can read the error) up to this much. */
 #define CTL_DISCARD_MAX_BYTES (64ull << 20)
 #define CTL_SAMPLE_NS CTL_NS_PER_S
+/* Tenants whose cgroup weight files are read again at each sample: a
+ * changed weight is followed within a second where fewer are active, and
+ * the table lock is held for at most this many tenants' reads. */
+#define CTL_WEIGHT_REFRESH_MAX 64
 /* How long a new daemon waits for the daemon of a just-unmounted mount to give up the socket. */
 #define CTL_BIND_WAIT_MS 3000u
 
@@ -817,6 +821,7 @@ static void *ctl_server_main(void *arg)
 			ctl_accept(s, now);
 		if (now >= next_sample_ns) {
 			ctl_sample_take(s, now);
+			tenant_table_refresh_weights(s->tenants, now, CTL_WEIGHT_REFRESH_MAX);
 			next_sample_ns = now + CTL_SAMPLE_NS;
 		}
 	}

@@ -69,6 +69,11 @@ _Static_assert(NO_ID == TENANT_ID_NONE, "a missing parent is no id");
  * retire_idle_ms is longer: under an exhaustion attack a minute is too long
  * to wait for room. */
 #define EVICT_IDLE_NS (1000 * NS_PER_MS)
+/* Tenants whose weight files tenant_table_refresh_weights reads: those
+ * used this recently, and held ones (a level with tenants below, whose
+ * weight divides the store among them; a tenant with files open); an idle
+ * one's weight matters once it is back, and the next pass reads it then. */
+#define TENANT_REFRESH_RECENT_NS (10000 * NS_PER_MS)
 
 struct cache_slot {
 	alignas(64) _Atomic uint32_t seq;	/* odd while being written */
@@ -140,6 +145,7 @@ struct tenant_table {
 	_Atomic uint64_t ttl_ns;
 	_Atomic uint32_t cache_epoch;
 	_Atomic uint64_t weights_epoch;
+	uint32_t refresh_next;	/* under lock: where the next weight refresh starts */
 
 	uint32_t pid_max;	/* 0: no cursor readable, TTL only */
 	pthread_mutex_t sample_lock;
@@ -865,6 +871,50 @@ int tenant_table_apply_config(struct tenant_table *t, const struct config *cfg)
 	pthread_mutex_unlock(&t->lock);
 	config_free(old);
 	return 0;
+}
+
+size_t tenant_table_refresh_weights(struct tenant_table *t, uint64_t now_ns,
+				    size_t max)
+{
+	size_t read = 0;
+	bool changed = false;
+
+	pthread_mutex_lock(&t->lock);
+	if (!t->cfg->scheduler.honor_cgroup_weights) {
+		pthread_mutex_unlock(&t->lock);
+		return 0; /* rules and the default change only at reload */
+	}
+	uint32_t id = t->refresh_next;
+	/* ids 1.. in turn: 0, the default tenant, has no files */
+	for (uint32_t step = 1; step < t->max_tenants && read < max; step++) {
+		id = id + 1 < t->max_tenants ? id + 1 : 1;
+		struct tenant_rec *rec = &t->recs[id];
+		uint64_t used = atomic_load_explicit(&rec->last_used_ns,
+						     memory_order_relaxed);
+
+		bool held = atomic_load_explicit(&rec->holds,
+						 memory_order_relaxed) > 0;
+
+		if (!rec->live || rec->retiring ||
+		    (!held && (int64_t)(now_ns - used) >
+					(int64_t)TENANT_REFRESH_RECENT_NS))
+			continue;
+		uint32_t before = atomic_load_explicit(&rec->weight,
+						       memory_order_relaxed);
+		rec_set_weight(t, rec);
+		changed |= before != atomic_load_explicit(&rec->weight,
+							  memory_order_relaxed);
+		/* its weight file set or unset makes or unmakes a level above
+		 * its children: each of them moves when its own turn comes */
+		changed |= rec_update_parent(t, id);
+		read++;
+	}
+	t->refresh_next = id;
+	if (changed)
+		atomic_fetch_add_explicit(&t->weights_epoch, 1,
+					  memory_order_release);
+	pthread_mutex_unlock(&t->lock);
+	return read;
 }
 
 /* ---- life cycle ------------------------------------------------------------ */

@@ -449,6 +449,8 @@ START_TEST(moved_process_is_reattributed)
 }
 END_TEST
 
+/* A cgroup's own weight file counts where no rule names it, and its
+ * changes are followed. */
 START_TEST(blkio_bfq_weight_is_honoured_without_a_rule)
 {
 	char v1_dir[256], weight_file[300];
@@ -487,6 +489,13 @@ START_TEST(blkio_bfq_weight_is_honoured_without_a_rule)
 	ck_assert(json_object_object_get_ex(ctl_test_tenant(mount, group_c), "weight_source", &src));
 	ck_assert_str_eq(json_object_get_string(src), "cgroup");
 	json_object_put(doc);
+
+	/* Its owner changes the weight (as `systemctl set-property
+	 * IOWeight=` or a container runtime's update would): followed
+	 * within seconds, without a reload. */
+	test_write_file(weight_file, "600\n");
+	CTL_TEST_POLL(ctl_test_tenant_u64(m.mnt, group_c, "weight") == 600);
+	ck_assert_int_eq(ctl_test_tenant_u64(m.mnt, group_c, "weight"), 600);
 	test_mount_require_clean_exit(test_mount_stop(&m));
 }
 END_TEST

@@ -832,6 +832,64 @@ START_TEST(table_weight_file_levels)
 }
 END_TEST
 
+#define S_NS 1000000000ull
+
+/* A weight file changed by its cgroup's owner is read again without a
+ * reload: the tenant's weight follows, a file newly set makes a level, and
+ * tenants idle longer than 10 s and not held are left for later. */
+START_TEST(table_weight_file_change_followed)
+{
+	struct fixture f;
+	struct tenant_info info;
+	uint64_t now = 100 * S_NS, epoch;
+
+	fixture_open(&f, "", 0, 0);
+	fake_tree_write(f.cg, "v2/svc/io.bfq.weight", "default 300\n");
+	uint32_t svc = resolve_in(&f, 20000, "/svc", now);
+	uint32_t kid = resolve_in(&f, 20001, "/pod/c1", now);
+	uint32_t idle = resolve_in(&f, 20002, "/old", now);
+	ck_assert_uint_eq(tenant_weight(f.table, svc), 300);
+	ck_assert_uint_eq(tenant_parent(f.table, kid), TENANT_ID_NONE);
+
+	now += 11 * S_NS;	/* idle 11 s: only those used since are read */
+	ck_assert_uint_eq(tenant_resolve(f.table, 20000, now), svc);
+	ck_assert_uint_eq(tenant_resolve(f.table, 20001, now), kid);
+	fake_tree_write(f.cg, "v2/svc/io.bfq.weight", "default 800\n");
+	fake_tree_write(f.cg, "v2/pod/io.bfq.weight", "default 50\n");
+	fake_tree_write(f.cg, "v2/old/io.bfq.weight", "default 700\n");
+	epoch = tenant_table_weights_epoch(f.table);
+	/* svc, c1 and the level /pod that c1's read made; not /old */
+	ck_assert_uint_eq(tenant_table_refresh_weights(f.table, now, 64), 3);
+	ck_assert_uint_gt(tenant_table_weights_epoch(f.table), epoch);
+	ck_assert_uint_eq(tenant_weight(f.table, svc), 800);
+	ck_assert_int_eq(tenant_get_info(f.table, tenant_parent(f.table, kid), &info), 0);
+	ck_assert_str_eq(info.path, "/pod");
+	ck_assert_uint_eq(info.weight, 50);
+	ck_assert_uint_eq(tenant_weight(f.table, idle), 100);
+
+	/* nothing changed: nothing moves; one a call goes round */
+	epoch = tenant_table_weights_epoch(f.table);
+	ck_assert_uint_eq(tenant_table_refresh_weights(f.table, now, 1), 1);
+	ck_assert_uint_eq(tenant_table_refresh_weights(f.table, now, 1), 1);
+	ck_assert_uint_eq(tenant_table_weights_epoch(f.table), epoch);
+
+	/* the pod level, held by its container, is read while it is idle */
+	fake_tree_write(f.cg, "v2/pod/io.bfq.weight", "default 90\n");
+	now += 11 * S_NS;
+	tenant_table_refresh_weights(f.table, now, 64);
+	ck_assert_int_eq(tenant_get_info(f.table, tenant_parent(f.table, kid), &info), 0);
+	ck_assert_uint_eq(info.weight, 90);
+
+	/* without honor_cgroup_weights nothing is read */
+	struct config *cfg = config_from("[scheduler]\nhonor_cgroup_weights = no\n");
+	ck_assert_int_eq(tenant_table_apply_config(f.table, cfg), 0);
+	config_free(cfg);
+	ck_assert_uint_eq(tenant_resolve(f.table, 20000, now), svc);
+	ck_assert_uint_eq(tenant_table_refresh_weights(f.table, now, 64), 0);
+	fixture_close(&f);
+}
+END_TEST
+
 /* Retires at NOW_NS; true if ID was among the retired. */
 static bool retires(struct fixture *f, uint64_t now_ns, uint32_t id)
 {
@@ -1172,6 +1230,7 @@ static Suite *tenant_suite(void)
 	tcase_add_test(table, table_stale_sample_read_once);
 	tcase_add_test(table, table_parent_chains);
 	tcase_add_test(table, table_weight_file_levels);
+	tcase_add_test(table, table_weight_file_change_followed);
 	tcase_add_test(table, table_parent_outlives_children);
 	tcase_add_test(table, table_reload_changes_parents);
 	tcase_add_test(table, table_account_subtree);
