@@ -590,8 +590,14 @@ static int daemon_reload_config(void *ctx, struct ctl_reload_result *res)
 		struct engine_params ep;
 		engine_params_from_config(cfg, &ep);
 		engine_reload(d->engine, &ep);
-		/* What only a new mount applies is named, not silently ignored. */
+		/* What only a new mount applies is named, not silently ignored:
+		 * max_inflight beyond the mount's too (the engine keeps that). */
 		config_list_mount_time_changes(d->mounted, cfg, res->deferred, sizeof(res->deferred));
+		if (cfg->scheduler.max_inflight > d->mounted->scheduler.max_inflight) {
+			size_t used = strlen(res->deferred);
+			snprintf(res->deferred + used, sizeof(res->deferred) - used, "%sscheduler.max_inflight",
+				 used ? "," : "");
+		}
 		daemon_log(d, LOG_INFO, "reloaded %s%s%s", d->config_path,
 			   res->deferred[0] ? "; takes effect at next mount: " : "", res->deferred);
 	}

@@ -148,8 +148,10 @@ uint32_t engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32
 			     int64_t (*waiting)(void *arg), void *arg, uint32_t max);
 
 /* Any thread: a reload's params, for the reactor to apply from its next
- * round on: busy_poll_ns and what sched_reload takes of sched (the rest
- * stays as the engine was made). stats show them once applied. */
+ * round on: busy_poll_ns and what sched_reload takes of sched, its
+ * max_inflight at most the engine's own (what the ring and executors were
+ * sized for); the rest stays as the engine was made. stats show them once
+ * applied. */
 void engine_reload(struct engine *e, const struct engine_params *p);
 
 /* Requests completed so far (tests and stats). */

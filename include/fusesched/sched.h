@@ -217,12 +217,13 @@ void sched_params_default(struct sched_params *p);
 /* -EINVAL for inconsistent params, -ENOMEM. */
 int sched_new(const struct sched_params *p, struct sched **out);
 /* A reload's params, for what comes from now on: the store's cost model
- * (requests completing next are billed by it), learn_depth (turned on or
- * off, the depth is learned afresh), work_conserving, budget_timeout_ns,
- * reserve_window_ns and the idling (idle_enable, idle_fixed_ns). The rest
- * are kept: policy (how the queues are kept), max_inflight (what the
- * caller sized for it), default_weight (tenants' weights come from their
- * table) and the tuning constants. -EINVAL, every setting kept, for
+ * (requests completing next are billed by it), max_inflight (requests
+ * already at the store beyond a lower one finish; the caller keeps it
+ * within what it sized for), learn_depth (either changed, the depth is
+ * learned afresh), work_conserving, budget_timeout_ns, reserve_window_ns
+ * and the idling (idle_enable, idle_fixed_ns). The rest are kept: policy
+ * (how the queues are kept), default_weight (tenants' weights come from
+ * their table) and the tuning constants. -EINVAL, every setting kept, for
  * inconsistent params. */
 int sched_reload(struct sched *s, const struct sched_params *p);
 /* The params in force. */

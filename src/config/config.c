@@ -526,7 +526,7 @@ static const struct key_desc keys[] = {
 	{ SEC_SCHEDULER, "policy", set_enum, print_enum,
 	  CFG(scheduler.policy), 0, 0, policy_names, "bfq", AT_MOUNT },
 	{ SEC_SCHEDULER, "max_inflight", set_u32, print_u32,
-	  CFG(scheduler.max_inflight), 1, 4096, NULL, "32", AT_MOUNT },
+	  CFG(scheduler.max_inflight), 1, 4096, NULL, "32", AT_RELOAD },
 	{ SEC_SCHEDULER, "learn_depth", set_bool, print_bool,
 	  CFG(scheduler.learn_depth), 0, 0, NULL, "no", AT_RELOAD },
 	{ SEC_SCHEDULER, "work_conserving", set_enum, print_enum,

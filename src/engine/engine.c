@@ -1221,6 +1221,9 @@ static void apply_reload(struct engine *e)
 	pthread_mutex_lock(&e->reload_lock);
 	struct engine_params p = e->reloaded;
 	pthread_mutex_unlock(&e->reload_lock);
+	/* The ring, the executors and the kernel's queue were sized for the mount's. */
+	if (p.sched.max_inflight > e->params.sched.max_inflight)
+		p.sched.max_inflight = e->params.sched.max_inflight;
 	if (sched_reload(e->sched, &p.sched) != 0)
 		return;
 	if (!e->wait_by_poll)

@@ -88,6 +88,7 @@ static int params_check(const struct sched_params *p)
 int sched_reload(struct sched *s, const struct sched_params *p)
 {
 	struct sched_params next = s->p;
+	next.max_inflight = p->max_inflight;
 	next.learn_depth = p->learn_depth;
 	next.work_conserving = p->work_conserving;
 	next.budget_timeout_ns = p->budget_timeout_ns;
@@ -102,7 +103,7 @@ int sched_reload(struct sched *s, const struct sched_params *p)
 	if (err)
 		return err;
 	/* A depth learned before, or none, is no measure for the new setting. */
-	if (next.learn_depth != s->p.learn_depth)
+	if (next.learn_depth != s->p.learn_depth || next.max_inflight != s->p.max_inflight)
 		memset(&s->depth, 0, sizeof(s->depth));
 	if (next.work_conserving != s->p.work_conserving)
 		sched_door_forget(s);

@@ -488,14 +488,15 @@ START_TEST(reload_names_what_waits_for_the_next_mount)
 	expect_mount_time_changes("",
 		"[scheduler]\ndefault_weight = 50\nhonor_cgroup_weights = no\nidle = off\n"
 		"budget_timeout_ms = 5\nbusy_poll_us = 0\nreserve_ms = 0\nlearn_depth = yes\n"
-		"work_conserving = no\nread_cost = 1000 100\n"
+		"work_conserving = no\nread_cost = 1000 100\nmax_inflight = 8\n"
 		"[tenants]\nhierarchy = v2\ncache_ttl_ms = 5\nretire_idle_ms = 2000\n"
 		"[group \"/a\"]\nweight = 7\naccount = subtree\n", "");
-	/* what sizes the engine and the socket's keys wait, named in table order */
+	/* the policy and the socket's keys wait, named in table order (the
+	 * daemon names max_inflight too where it rises past the mount's) */
 	expect_mount_time_changes("",
 		"[scheduler]\npolicy = fifo\nmax_inflight = 8\nidle = off\n"
 		"[control]\nsocket = /run/x.sock\ngroup = adm\n",
-		"scheduler.policy,scheduler.max_inflight,control.socket,control.group");
+		"scheduler.policy,control.socket,control.group");
 	/* the listener is bound at mount: a changed address waits (README: reload) */
 	expect_mount_time_changes("", "[metrics]\nlisten = \n", "");
 #ifdef FUSESCHED_HAVE_MICROHTTPD /* else a set listen is refused: metrics_section */

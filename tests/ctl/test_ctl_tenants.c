@@ -628,8 +628,9 @@ static bool stat_field_is(const char *mnt, const char *key, const char *want)
 }
 
 /* A reload changes the scheduler's settings on the live mount, stat shows
- * those in force, and what only a new mount can change (max_inflight
- * sizes the engine) is named as such and left as it was. */
+ * those in force, and what only a new mount can change (the policy, a
+ * max_inflight past the mount's, for which the engine is sized) is named
+ * as such and left as it was. */
 START_TEST(reload_applies_scheduler_settings_live)
 {
 	struct test_mount m;
@@ -646,25 +647,43 @@ START_TEST(reload_applies_scheduler_settings_live)
 
 	write_config(300, 100,
 		     "[scheduler]\nidle = 500\nbudget_timeout_ms = 7\nbusy_poll_us = 0\n"
-		     "reserve_ms = 50\nwork_conserving = no\nlearn_depth = yes\nmax_inflight = 16\n");
+		     "reserve_ms = 50\nwork_conserving = no\nmax_inflight = 16\n");
 	int status;
 	char *out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
-	ck_assert_msg(status == 0, "reload: %s", out);
-	ck_assert_msg(strstr(out, "scheduler.max_inflight") && strstr(out, "next mount"), "reload: %s",
-		      out);
-	static const char *const live[] = { "scheduler.idle", "scheduler.budget_timeout_ms",
-					    "scheduler.busy_poll_us", "scheduler.reserve_ms",
-					    "scheduler.work_conserving", "scheduler.learn_depth" };
-	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++)
-		ck_assert_msg(!strstr(out, live[i]), "%s deferred: %s", live[i], out);
+	ck_assert_msg(status == 0 && !strstr(out, "next mount"), "reload: %s", out);
 	free(out);
-	CTL_TEST_POLL(stat_field_is(m.mnt, "idle", "fixed"));
+	CTL_TEST_POLL(stat_field_is(m.mnt, "max_inflight", "16"));
+	ck_assert(stat_field_is(m.mnt, "max_inflight", "16"));
 	ck_assert(stat_field_is(m.mnt, "idle", "fixed"));
 	ck_assert(stat_field_is(m.mnt, "idle_fixed_us", "500"));
 	ck_assert(stat_field_is(m.mnt, "budget_timeout_ms", "7"));
 	ck_assert(stat_field_is(m.mnt, "busy_poll_us", "0"));
 	ck_assert(stat_field_is(m.mnt, "reserve_ms", "50"));
 	ck_assert(stat_field_is(m.mnt, "work_conserving", "no"));
+
+	/* Past the mount's 32: 32 until the next mount, and said so; the
+	 * policy waits for it too. */
+	write_config(300, 100, "[scheduler]\nmax_inflight = 64\npolicy = fifo\n");
+	out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
+	ck_assert_msg(status == 0 && strstr(out, "next mount") && strstr(out, "scheduler.max_inflight") &&
+			      strstr(out, "scheduler.policy"),
+		      "reload: %s", out);
+	static const char *const live[] = { "scheduler.idle", "scheduler.budget_timeout_ms",
+					    "scheduler.busy_poll_us", "scheduler.reserve_ms",
+					    "scheduler.work_conserving" };
+	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++)
+		ck_assert_msg(!strstr(out, live[i]), "%s deferred: %s", live[i], out);
+	free(out);
+	CTL_TEST_POLL(stat_field_is(m.mnt, "max_inflight", "32"));
+	ck_assert(stat_field_is(m.mnt, "max_inflight", "32"));
+	ck_assert(stat_field_is(m.mnt, "idle", "auto"));
+	ck_assert(stat_field_is(m.mnt, "policy", "bfq"));
+
+	write_config(300, 100, "[scheduler]\nlearn_depth = yes\n");
+	out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
+	ck_assert_msg(status == 0 && !strstr(out, "next mount"), "reload: %s", out);
+	free(out);
+	CTL_TEST_POLL(stat_field_is(m.mnt, "learn_depth", "true"));
 	ck_assert(stat_field_is(m.mnt, "learn_depth", "true"));
 
 	/* The mount still serves its data with the new settings. */

@@ -214,13 +214,11 @@ START_TEST(reload_changes_idling_and_keeps_the_rest)
 	struct sched_params p = *sched_params_of(s);
 	p.idle_enable = false;
 	p.policy = SCHED_POLICY_FIFO;	/* kept: how the queues are kept */
-	p.max_inflight = 64;		/* kept: what the engine was sized for */
 	p.budget_timeout_ns = 5000000;
 	ck_assert_int_eq(sched_reload(s, &p), 0);
 	ck_assert(!sched_params_of(s)->idle_enable);
 	ck_assert_uint_eq(sched_params_of(s)->budget_timeout_ns, 5000000);
 	ck_assert_int_eq(sched_params_of(s)->policy, SCHED_POLICY_BFQ);
-	ck_assert_uint_eq(sched_params_of(s)->max_inflight, 4);
 	for (int round = 0; round < 3; round++)
 		ck_assert(!a_is_idled_for(s, a, &now));
 
@@ -236,6 +234,38 @@ START_TEST(reload_changes_idling_and_keeps_the_rest)
 	for (int round = 0; round < 4 && !idled; round++)
 		idled = a_is_idled_for(s, a, &now);
 	ck_assert(idled);
+	sched_free(s);
+}
+END_TEST
+
+/* A reload's lower max_inflight: what is at the store finishes, and no
+ * more is dispatched until it is under the new limit. */
+START_TEST(reload_lowers_max_inflight)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 8);
+	struct sched_queue *q = queue(s, 1, 100);
+	struct sched_req r[16], *out[16];
+	uint64_t now = 0;
+	for (int i = 0; i < 16; i++) {
+		req_init(&r[i], q, SCHED_OP_READ, 4096);
+		sched_enqueue(s, &r[i], now);
+	}
+	int n = 0;
+	while (n < 16 && (out[n] = sched_dispatch(s, now)))
+		n++;
+	ck_assert_int_eq(n, 8);
+
+	struct sched_params p = *sched_params_of(s);
+	p.max_inflight = 4;
+	ck_assert_int_eq(sched_reload(s, &p), 0);
+	ck_assert_uint_eq(sched_max_inflight(s), 4);
+	now += 100 * US;
+	for (int i = 0; i < 6; i++)	/* 2 left at the store */
+		sched_complete(s, out[i], now);
+	int more = 0;
+	while (n + more < 16 && (out[n + more] = sched_dispatch(s, now)))
+		more++;
+	ck_assert_int_eq(more, 2);
 	sched_free(s);
 }
 END_TEST
@@ -2077,6 +2107,7 @@ int main(void)
 	tcase_add_test(tc, cost_model_prices_plain_writes_not_dsync_ones);
 	tcase_add_test(tc, cost_model_set_live);
 	tcase_add_test(tc, reload_changes_idling_and_keeps_the_rest);
+	tcase_add_test(tc, reload_lowers_max_inflight);
 	tcase_add_test(tc, tenant_table_many);
 	tcase_add_test(tc, intrusive_list);
 	tcase_add_test(tc, all_idle);
