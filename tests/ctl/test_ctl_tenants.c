@@ -627,6 +627,26 @@ static bool stat_field_is(const char *mnt, const char *key, const char *want)
 	return same;
 }
 
+/* Waits for stat to show key as want (a reload is applied by the reactor's next round). */
+static void await_stat_field(const char *mnt, const char *key, const char *want)
+{
+	CTL_TEST_POLL(stat_field_is(mnt, key, want));
+	ck_assert_msg(stat_field_is(mnt, key, want), "stat %s never %s", key, want);
+}
+
+/* Reloads the [scheduler] text; the reply, which must name what waits for
+ * the next mount exactly when deferred. Malloc'd. */
+static char *reload_scheduler(const char *mnt, const char *scheduler_text, bool deferred)
+{
+	char text[512];
+	snprintf(text, sizeof(text), "[scheduler]\n%s", scheduler_text);
+	write_config(300, 100, text);
+	int status;
+	char *out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, mnt);
+	ck_assert_msg(status == 0 && !strstr(out, "next mount") == !deferred, "reload: %s", out);
+	return out;
+}
+
 /* A reload changes the scheduler's settings on the live mount, stat shows
  * those in force, and what only a new mount can change (the policy, a
  * max_inflight past the mount's, for which the engine is sized) is named
@@ -636,37 +656,30 @@ START_TEST(reload_applies_scheduler_settings_live)
 	struct test_mount m;
 	write_config(300, 100, "[scheduler]\nidle = off\n");
 	mount_with_config(&m);
-	ck_assert(stat_field_is(m.mnt, "idle", "off"));
-	ck_assert(stat_field_is(m.mnt, "idle_fixed_us", "null"));
-	ck_assert(stat_field_is(m.mnt, "budget_timeout_ms", "20"));
-	ck_assert(stat_field_is(m.mnt, "busy_poll_us", "200"));
-	ck_assert(stat_field_is(m.mnt, "reserve_ms", "1000"));
-	ck_assert(stat_field_is(m.mnt, "work_conserving", "auto"));
-	ck_assert(stat_field_is(m.mnt, "learn_depth", "false"));
-	ck_assert(stat_field_is(m.mnt, "max_inflight", "32"));
+	static const char *const mounted[][2] = {
+		{ "idle", "off" }, { "idle_fixed_us", "null" }, { "budget_timeout_ms", "20" },
+		{ "busy_poll_us", "200" }, { "reserve_ms", "1000" }, { "work_conserving", "auto" },
+		{ "learn_depth", "false" }, { "max_inflight", "32" },
+	};
+	static const char *const reloaded[][2] = {
+		{ "max_inflight", "16" }, { "idle", "fixed" }, { "idle_fixed_us", "500" },
+		{ "budget_timeout_ms", "7" }, { "busy_poll_us", "0" }, { "reserve_ms", "50" },
+		{ "work_conserving", "no" },
+	};
+	for (size_t i = 0; i < sizeof(mounted) / sizeof(mounted[0]); i++)
+		ck_assert(stat_field_is(m.mnt, mounted[i][0], mounted[i][1]));
 
-	write_config(300, 100,
-		     "[scheduler]\nidle = 500\nbudget_timeout_ms = 7\nbusy_poll_us = 0\n"
-		     "reserve_ms = 50\nwork_conserving = no\nmax_inflight = 16\n");
-	int status;
-	char *out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
-	ck_assert_msg(status == 0 && !strstr(out, "next mount"), "reload: %s", out);
-	free(out);
-	CTL_TEST_POLL(stat_field_is(m.mnt, "max_inflight", "16"));
-	ck_assert(stat_field_is(m.mnt, "max_inflight", "16"));
-	ck_assert(stat_field_is(m.mnt, "idle", "fixed"));
-	ck_assert(stat_field_is(m.mnt, "idle_fixed_us", "500"));
-	ck_assert(stat_field_is(m.mnt, "budget_timeout_ms", "7"));
-	ck_assert(stat_field_is(m.mnt, "busy_poll_us", "0"));
-	ck_assert(stat_field_is(m.mnt, "reserve_ms", "50"));
-	ck_assert(stat_field_is(m.mnt, "work_conserving", "no"));
+	free(reload_scheduler(m.mnt,
+			      "idle = 500\nbudget_timeout_ms = 7\nbusy_poll_us = 0\n"
+			      "reserve_ms = 50\nwork_conserving = no\nmax_inflight = 16\n",
+			      false));
+	for (size_t i = 0; i < sizeof(reloaded) / sizeof(reloaded[0]); i++)
+		await_stat_field(m.mnt, reloaded[i][0], reloaded[i][1]);
 
 	/* Past the mount's 32: 32 until the next mount, and said so; the
 	 * policy waits for it too. */
-	write_config(300, 100, "[scheduler]\nmax_inflight = 64\npolicy = fifo\n");
-	out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
-	ck_assert_msg(status == 0 && strstr(out, "next mount") && strstr(out, "scheduler.max_inflight") &&
-			      strstr(out, "scheduler.policy"),
+	char *out = reload_scheduler(m.mnt, "max_inflight = 64\npolicy = fifo\n", true);
+	ck_assert_msg(strstr(out, "scheduler.max_inflight") && strstr(out, "scheduler.policy"),
 		      "reload: %s", out);
 	static const char *const live[] = { "scheduler.idle", "scheduler.budget_timeout_ms",
 					    "scheduler.busy_poll_us", "scheduler.reserve_ms",
@@ -674,17 +687,12 @@ START_TEST(reload_applies_scheduler_settings_live)
 	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++)
 		ck_assert_msg(!strstr(out, live[i]), "%s deferred: %s", live[i], out);
 	free(out);
-	CTL_TEST_POLL(stat_field_is(m.mnt, "max_inflight", "32"));
-	ck_assert(stat_field_is(m.mnt, "max_inflight", "32"));
+	await_stat_field(m.mnt, "max_inflight", "32");
 	ck_assert(stat_field_is(m.mnt, "idle", "auto"));
 	ck_assert(stat_field_is(m.mnt, "policy", "bfq"));
 
-	write_config(300, 100, "[scheduler]\nlearn_depth = yes\n");
-	out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
-	ck_assert_msg(status == 0 && !strstr(out, "next mount"), "reload: %s", out);
-	free(out);
-	CTL_TEST_POLL(stat_field_is(m.mnt, "learn_depth", "true"));
-	ck_assert(stat_field_is(m.mnt, "learn_depth", "true"));
+	free(reload_scheduler(m.mnt, "learn_depth = yes\n", false));
+	await_stat_field(m.mnt, "learn_depth", "true");
 
 	/* The mount still serves its data with the new settings. */
 	char path[600];
