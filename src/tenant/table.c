@@ -310,17 +310,15 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-static void rec_set_weight(struct tenant_table *t, struct tenant_rec *rec)
+/* Whether the weight changed. */
+static bool rec_set_weight(struct tenant_table *t, struct tenant_rec *rec)
 {
 	rec->source = TENANT_WEIGHT_FROM_DEFAULT;
-	atomic_store_explicit(
-		&rec->weight,
-		rec->key[0] ? tenant_resolve_weight(t->cfg, &t->roots, rec->key,
-						    rec->v2_path,
-						    rec->blkio_path,
-						    &rec->source)
-			    : t->cfg->scheduler.default_weight,
-		memory_order_relaxed);
+	uint32_t weight = rec->key[0] ? tenant_resolve_weight(t->cfg, &t->roots, rec->key,
+							     rec->v2_path, rec->blkio_path,
+							     &rec->source)
+				      : t->cfg->scheduler.default_weight;
+	return atomic_exchange_explicit(&rec->weight, weight, memory_order_relaxed) != weight;
 }
 
 /* Length of KEY's parent path; 0 when the parent is the root, whose
@@ -851,14 +849,8 @@ int tenant_table_apply_config(struct tenant_table *t, const struct config *cfg)
 			      memory_order_relaxed);
 	for (uint32_t id = 0; id < t->max_tenants; id++) {
 		struct tenant_rec *rec = &t->recs[id];
-		uint32_t before;
-
-		if (!rec->live)
-			continue;
-		before = atomic_load_explicit(&rec->weight, memory_order_relaxed);
-		rec_set_weight(t, rec);
-		changed |= before != atomic_load_explicit(&rec->weight,
-							  memory_order_relaxed);
+		if (rec->live)
+			changed |= rec_set_weight(t, rec);
 	}
 	/* rules may have made or unmade levels; a level created here is live
 	 * (and has its weight) before the loop reaches it, if it does */
@@ -899,11 +891,7 @@ size_t tenant_table_refresh_weights(struct tenant_table *t, uint64_t now_ns,
 		    (!held && (int64_t)(now_ns - used) >
 					(int64_t)TENANT_REFRESH_RECENT_NS))
 			continue;
-		uint32_t before = atomic_load_explicit(&rec->weight,
-						       memory_order_relaxed);
-		rec_set_weight(t, rec);
-		changed |= before != atomic_load_explicit(&rec->weight,
-							  memory_order_relaxed);
+		changed |= rec_set_weight(t, rec);
 		/* its weight file set or unset makes or unmakes a level above
 		 * its children: each of them moves when its own turn comes */
 		changed |= rec_update_parent(t, id);
