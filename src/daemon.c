@@ -520,6 +520,10 @@ struct daemon_reload {
 	const struct config *mounted;     /* the config the engine was built from */
 	struct tenant_table *tenants;
 	struct engine *engine;            /* the cost model applies live */
+	struct ctl_server *ctl;           /* its socket's group follows [control] group */
+	struct ctl_http **http;           /* the metrics listener in force, NULL: none */
+	struct config_listen listen;      /* ... and the [metrics] listen it came from */
+	char group[64];                   /* the [control] group in force, "": none */
 	bool foreground;
 };
 
@@ -565,9 +569,89 @@ static int config_file_trusted(const char *path, char *err, size_t err_bytes)
 	return 0;
 }
 
+static bool same_listen(const struct config_listen *a, const struct config_listen *b)
+{
+	char was[128], now[128];
+	config_format_listen(a, was, sizeof(was));
+	config_format_listen(b, now, sizeof(now));
+	return strcmp(was, now) == 0;
+}
+
+/* A listener on LISTEN serving, in *out; -errno with a message naming the address. */
+static int metrics_listener_start(struct ctl_server *ctl, const struct config_listen *listen,
+				  struct ctl_http **out, char *err, size_t err_bytes)
+{
+	int r = ctl_http_new(ctl, (const struct sockaddr *)&listen->addr, listen->addr_len, out, err,
+			     err_bytes);
+	if (r == 0 && (r = ctl_http_start(*out, err, err_bytes)) < 0) {
+		ctl_http_free(*out);
+		*out = NULL;
+	}
+	return r;
+}
+
+/*
+ * The reload's [metrics] listen: a listener on a new address replaces the
+ * old one, which serves until the new one does. Where the new address
+ * cannot be bound while the old one listens (the same port on an
+ * overlapping address), the old one is closed first and, if the new one
+ * still fails, opened again. 0, or -errno with the message in err: the
+ * listener in force is then the one before (or, if its address was
+ * taken meanwhile, none, which is logged).
+ */
+static int daemon_reload_metrics(struct daemon_reload *d, const struct config_listen *listen,
+				 char *err, size_t err_bytes)
+{
+	if (same_listen(&d->listen, listen))
+		return 0;
+	struct ctl_http *fresh = NULL;
+	int r = 0;
+	if (listen->set) {
+		r = metrics_listener_start(d->ctl, listen, &fresh, err, err_bytes);
+		if (r == -EADDRINUSE && *d->http) {
+			ctl_http_free(*d->http);
+			*d->http = NULL;
+			r = metrics_listener_start(d->ctl, listen, &fresh, err, err_bytes);
+			if (r < 0) {
+				char again[512];
+				if (metrics_listener_start(d->ctl, &d->listen, d->http, again,
+							   sizeof(again)) < 0) {
+					daemon_log(d, LOG_ERR, "metrics listener stopped: %s", again);
+					d->listen.set = false;
+					ctl_server_set_metrics_listen(d->ctl, NULL);
+				}
+			}
+		}
+		if (r < 0)
+			return r;
+	}
+	ctl_http_free(*d->http);
+	*d->http = fresh;
+	d->listen = *listen;
+	ctl_server_set_metrics_listen(d->ctl, fresh ? ctl_http_where(fresh) : NULL);
+	return 0;
+}
+
+/* The reload's [control] group and [metrics] listen, both or neither. */
+static int daemon_reload_listeners(struct daemon_reload *d, const struct config *cfg, char *err,
+				   size_t err_bytes)
+{
+	const char *group = cfg->control.group;
+	bool group_changed = strcmp(d->group, group ? group : "") != 0;
+	int r = group_changed ? ctl_server_set_group(d->ctl, group, err, err_bytes) : 0;
+	if (r == 0 && (r = daemon_reload_metrics(d, &cfg->metrics.listen, err, err_bytes)) < 0 &&
+	    group_changed) {
+		char ignored[256];
+		ctl_server_set_group(d->ctl, d->group[0] ? d->group : NULL, ignored, sizeof(ignored));
+	}
+	if (r == 0)
+		snprintf(d->group, sizeof(d->group), "%s", group ? group : "");
+	return r;
+}
+
 static int daemon_reload_config(void *ctx, struct ctl_reload_result *res)
 {
-	const struct daemon_reload *d = ctx;
+	struct daemon_reload *d = ctx;
 	snprintf(res->config_path, sizeof(res->config_path), "%s", d->config_path);
 	if (!d->config_path[0]) {
 		snprintf(res->error, sizeof(res->error),
@@ -578,6 +662,8 @@ static int daemon_reload_config(void *ctx, struct ctl_reload_result *res)
 	int r = config_file_trusted(d->config_path, res->error, sizeof(res->error));
 	if (r == 0)
 		r = config_load_file(d->config_path, &cfg, res->error, sizeof(res->error));
+	if (r == 0)
+		r = daemon_reload_listeners(d, cfg, res->error, sizeof(res->error));
 	if (r == 0) {
 		r = tenant_table_apply_config(d->tenants, cfg);
 		if (r < 0)
@@ -689,7 +775,10 @@ int daemon_run(const struct daemon_options *o)
 	if (o->config_path[0] && !realpath(o->config_path, real_config))
 		snprintf(real_config, sizeof(real_config), "%s", o->config_path);
 	struct daemon_reload reload = {.config_path = real_config, .mounted = cfg,
-				       .tenants = tenants, .engine = engine, .foreground = o->foreground};
+				       .tenants = tenants, .engine = engine, .http = &http,
+				       .listen = cfg->metrics.listen, .foreground = o->foreground};
+	snprintf(reload.group, sizeof(reload.group), "%s",
+		 cfg->control.group ? cfg->control.group : "");
 	const struct ctl_server_params cp = {
 		.mountpoint = real_mnt, .backing = real_backing,
 		.socket_path = cfg->control.socket_path, .group = cfg->control.group,
@@ -701,6 +790,7 @@ int daemon_run(const struct daemon_options *o)
 		fprintf(stderr, "fusesched: %s\n", err);
 		goto out_fs;
 	}
+	reload.ctl = ctl;
 	/* The same for the metrics listener's address: bound now, served once daemonized. */
 	if (cfg->metrics.listen.set &&
 	    ctl_http_new(ctl, (const struct sockaddr *)&cfg->metrics.listen.addr,
@@ -784,6 +874,8 @@ int daemon_run(const struct daemon_options *o)
 		engine_stop(engine);
 		goto out_unmount;
 	}
+	if (http)
+		ctl_server_set_metrics_listen(ctl, ctl_http_where(http));
 
 	struct fuse_loop_config *loop = fuse_loop_cfg_create();
 	if (!loop) {
@@ -816,10 +908,11 @@ int daemon_run(const struct daemon_options *o)
 	fs_unwatch_backing(fs);
 	daemon_notify("STOPPING=1\nSTATUS=draining and unmounting");
 	fuse_loop_cfg_destroy(loop);
-	/* Scrapes end with the mount: the listener goes before the control socket. */
+	/* Scrapes end with the mount. The control thread first: a reload
+	 * there may replace the listener until it is stopped. */
+	ctl_server_stop(ctl);
 	ctl_http_free(http);
 	http = NULL;
-	ctl_server_stop(ctl);
 	/* Every request the kernel handed over is answered before the mount goes. */
 	engine_stop(engine);
 out_unmount:
@@ -831,7 +924,8 @@ out_session:
 	fuse_session_destroy(se);
 out_fs:
 	fuse_opt_free_args(&args);
-	ctl_http_free(http); /* it serves the control server's replies: first */
+	ctl_server_stop(ctl); /* no reload replaces the listener from here */
+	ctl_http_free(http);  /* it serves the control server's replies: before the server goes */
 	ctl_server_free(ctl);
 	fs_free(fs);
 	engine_free(engine);

@@ -102,6 +102,15 @@ void ctl_server_stop(struct ctl_server *s);
 /* Stops the server if it runs, removes the socket if still ours, frees. */
 void ctl_server_free(struct ctl_server *s);
 const char *ctl_server_socket_path(const struct ctl_server *s);
+/*
+ * A reload's [control] group (NULL: none): the socket becomes 0660 owned
+ * by that group, or 0600 owned by the daemon's group again. Connections
+ * already open stay. Returns 0, or a negative errno with a message: an
+ * unknown group, or a socket that is no longer this server's.
+ */
+int ctl_server_set_group(struct ctl_server *s, const char *group, char *err, size_t err_bytes);
+/* Where the metrics listener serves (ctl_http_where; NULL: none), for stat. */
+void ctl_server_set_metrics_listen(struct ctl_server *s, const char *where);
 
 /*
  * The metrics HTTP listener ([metrics] listen), libmicrohttpd's: GET (or
@@ -131,6 +140,8 @@ int ctl_http_new(struct ctl_server *server, const struct sockaddr *addr, socklen
 		 struct ctl_http **out, char *err, size_t err_bytes);
 /* Starts its thread (after daemonizing). Returns 0 or a negative errno with a message. */
 int ctl_http_start(struct ctl_http *h, char *err, size_t err_bytes);
+/* The address it listens on, as 127.0.0.1:9101 or [::1]:9101. */
+const char *ctl_http_where(const struct ctl_http *h);
 /* Stops serving, closes the socket (connections are dropped) and frees; NULL is fine. */
 void ctl_http_free(struct ctl_http *h);
 

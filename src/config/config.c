@@ -559,10 +559,10 @@ static const struct key_desc keys[] = {
 	{ SEC_CONTROL, "socket", set_socket, print_socket,
 	  CFG(control.socket_path), 0, 108, NULL, "auto", AT_MOUNT },
 	{ SEC_CONTROL, "group", set_group_name, print_group_name,
-	  CFG(control.group), 0, 32, NULL, NULL, AT_MOUNT },
+	  CFG(control.group), 0, 32, NULL, NULL, AT_RELOAD },
 
 	{ SEC_METRICS, "listen", set_listen, print_listen,
-	  CFG(metrics.listen), 0, 0, NULL, NULL, AT_MOUNT },
+	  CFG(metrics.listen), 0, 0, NULL, NULL, AT_RELOAD },
 
 	{ SEC_GROUP, "weight", set_u32, print_u32,
 	  RULE(weight), CONFIG_WEIGHT_MIN, CONFIG_WEIGHT_MAX, NULL, NULL,

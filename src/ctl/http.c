@@ -198,6 +198,11 @@ int ctl_http_start(struct ctl_http *h, char *err, size_t err_bytes)
 	return 0;
 }
 
+const char *ctl_http_where(const struct ctl_http *h)
+{
+	return h->where;
+}
+
 void ctl_http_free(struct ctl_http *h)
 {
 	if (!h)
@@ -234,6 +239,12 @@ int ctl_http_start(struct ctl_http *h, char *err, size_t err_bytes)
 	(void)h;
 	snprintf(err, err_bytes, "metrics listener: not built");
 	return -ENOTSUP;
+}
+
+const char *ctl_http_where(const struct ctl_http *h)
+{
+	(void)h;
+	return "";
 }
 
 void ctl_http_free(struct ctl_http *h)

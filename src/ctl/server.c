@@ -83,9 +83,13 @@ struct ctl_server {
 	uint32_t max_tenants;
 	/*
 	 * The samples: swapped by the control thread, read by every stat reply,
-	 * the metrics HTTP listener's (another thread) too.
+	 * the metrics HTTP listener's (another thread) too. Under the same
+	 * lock, what a reload may change: the socket's group ("": none) and
+	 * where the metrics listener is ("": none).
 	 */
 	pthread_mutex_t sample_lock;
+	char group[64];
+	char metrics_listen[128];
 	struct ctl_sample *older, *newer;
 	uint64_t older_ns, newer_ns;
 	struct ctl_client clients[CTL_MAX_CLIENTS];
@@ -191,6 +195,7 @@ static int ctl_socket_bind(struct ctl_server *s, const char *group, char *err, s
 	}
 	if (group && (chown(s->socket_path, (uid_t)-1, gid) < 0 || chmod(s->socket_path, 0660) < 0))
 		return fail(err, err_bytes, -errno, "cannot give %s to its group", s->socket_path);
+	snprintf(s->group, sizeof(s->group), "%s", group ? group : "");
 	struct stat st;
 	if (stat(s->socket_path, &st) < 0)
 		return fail(err, err_bytes, -errno, "%s", s->socket_path);
@@ -199,6 +204,36 @@ static int ctl_socket_bind(struct ctl_server *s, const char *group, char *err, s
 	if (listen(s->listen_fd, 64) < 0)
 		return fail(err, err_bytes, -errno, "cannot listen on %s", s->socket_path);
 	return 0;
+}
+
+int ctl_server_set_group(struct ctl_server *s, const char *group, char *err, size_t err_bytes)
+{
+	gid_t gid = getegid();
+	if (group && ctl_group_resolve(group, &gid) < 0)
+		return fail(err, err_bytes, -ENOENT, "unknown group '%s' in [control] group", group);
+	struct stat st;
+	if (stat(s->socket_path, &st) < 0 || st.st_dev != s->socket_dev || st.st_ino != s->socket_ino)
+		return fail(err, err_bytes, -ESTALE, "%s is no longer this daemon's socket",
+			    s->socket_path);
+	/* In the order that never lets in anyone neither group lets in: a
+	 * group given is set before the mode opens to it, and the mode
+	 * closes before a group taken away goes. */
+	int r = group ? chown(s->socket_path, (uid_t)-1, gid) : chmod(s->socket_path, 0600);
+	if (r == 0)
+		r = group ? chmod(s->socket_path, 0660) : chown(s->socket_path, (uid_t)-1, gid);
+	if (r < 0)
+		return fail(err, err_bytes, -errno, "cannot give %s to its group", s->socket_path);
+	pthread_mutex_lock(&s->sample_lock);
+	snprintf(s->group, sizeof(s->group), "%s", group ? group : "");
+	pthread_mutex_unlock(&s->sample_lock);
+	return 0;
+}
+
+void ctl_server_set_metrics_listen(struct ctl_server *s, const char *where)
+{
+	pthread_mutex_lock(&s->sample_lock);
+	snprintf(s->metrics_listen, sizeof(s->metrics_listen), "%s", where ? where : "");
+	pthread_mutex_unlock(&s->sample_lock);
 }
 
 /* Points the auto path at a configured socket; a failure only costs discovery, not the mount. */
@@ -494,6 +529,13 @@ static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 	json_object_object_add(o, "config", s->config_path[0] ? json_object_new_string(s->config_path)
 							       : NULL);
 	json_object_object_add(o, "socket", json_object_new_string(s->socket_path));
+	pthread_mutex_lock(&s->sample_lock);
+	json_object_object_add(o, "socket_group",
+			       s->group[0] ? json_object_new_string(s->group) : NULL);
+	json_object_object_add(o, "metrics_listen", s->metrics_listen[0]
+							    ? json_object_new_string(s->metrics_listen)
+							    : NULL);
+	pthread_mutex_unlock(&s->sample_lock);
 	json_object_object_add(o, "policy", json_object_new_string(s->policy));
 	struct stats_settings set;
 	stats_read_settings(s->stats, &set);

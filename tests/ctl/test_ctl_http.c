@@ -358,21 +358,131 @@ START_TEST(metrics_over_http_match_stat_prometheus)
 	ck_assert_int_ge(r.status, 400);
 	free(r.text);
 
-	/* The listener is bound at mount: a reload names a changed address and keeps serving the old one. */
-	char text[256];
-	snprintf(text, sizeof(text), "[metrics]\nlisten = 127.0.0.1:%u\n", port == 65535 ? port - 1 : port + 1);
-	write_conf(text);
-	char *out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
-	ck_assert_msg(status == 0, "reload: %s", out);
-	ck_assert_msg(strstr(out, "metrics.listen: takes effect at next mount"), "%s", out);
-	free(out);
-	r = http_get(AF_INET, port, "GET", "/metrics");
-	ck_assert_int_eq(r.status, 200);
-	free(r.text);
-
 	test_mount_require_clean_exit(test_mount_stop(&m));
 	ck_assert_int_eq(tcp_connect(AF_INET, port), -ECONNREFUSED); /* gone with the mount */
 	free(tenant);
+}
+END_TEST
+
+/* `fusesched reload` after writing TEXT: its exit status, its output in *out (malloc'd). */
+static int reload_with(const struct test_mount *m, const char *text, char **out)
+{
+	write_conf(text);
+	int status;
+	*out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m->mnt);
+	return status;
+}
+
+/* stat's metrics_listen: "" for null. */
+static void assert_stat_listen(const struct test_mount *m, const char *want)
+{
+	struct json_object *mount, *root = ctl_test_stat(m->mnt, &mount), *where;
+	ck_assert(json_object_object_get_ex(mount, "metrics_listen", &where));
+	ck_assert_str_eq(where ? json_object_get_string(where) : "", want);
+	json_object_put(root);
+}
+
+static void assert_serves(unsigned port)
+{
+	struct http_reply r = http_get(AF_INET, port, "GET", "/metrics");
+	ck_assert_msg(r.status == 200, "GET :%u/metrics: %.300s", port, r.text);
+	ck_assert_ptr_nonnull(strstr(r.body, "fusesched_tenant_bytes_total{"));
+	free(r.text);
+}
+
+/* A socket listening on 127.0.0.ADDR:PORT (PORT 0: any), its port in *port. */
+static int hold_port(uint8_t last_octet, unsigned *port)
+{
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_port = htons((uint16_t)*port),
+				 .sin_addr.s_addr = htonl(0x7f000000u | last_octet)};
+	socklen_t len = sizeof(in);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&in, len), 0);
+	ck_assert_int_eq(listen(fd, 4), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&in, &len), 0);
+	*port = ntohs(in.sin_port);
+	return fd;
+}
+
+/*
+ * A reload moves the listener without a new mount: the new address
+ * serves and the old is closed; an address that cannot be bound fails the
+ * reload, naming it, and the listener in force keeps serving; an empty
+ * value closes it. stat says where it is.
+ */
+START_TEST(a_reload_moves_starts_and_stops_the_listener)
+{
+	unsigned first = free_port(AF_INET);
+	char text[128], *out;
+	snprintf(text, sizeof(text), "127.0.0.1:%u", first);
+	struct test_mount m;
+	mount_listening(&m, text);
+	ctl_test_write_direct(&m, "r", 1);
+	assert_serves(first);
+	assert_stat_listen(&m, text);
+
+	unsigned moved = free_port(AF_INET);
+	ck_assert_uint_ne(moved, first);
+	snprintf(text, sizeof(text), "[metrics]\nlisten = 127.0.0.1:%u\n", moved);
+	ck_assert_msg(reload_with(&m, text, &out) == 0, "reload: %s", out);
+	ck_assert_msg(!strstr(out, "next mount"), "%s", out);
+	free(out);
+	assert_serves(moved);
+	ck_assert_int_eq(tcp_connect(AF_INET, first), -ECONNREFUSED);
+	ck_assert_int_eq(daemon_tcp_sockets(m.daemon_pid, 0x0A, 0), 1);
+	snprintf(text, sizeof(text), "127.0.0.1:%u", moved);
+	assert_stat_listen(&m, text);
+
+	/* Someone else listens there: refused, named, and the listener stays. */
+	unsigned taken = 0;
+	int holder = hold_port(1, &taken);
+	snprintf(text, sizeof(text), "[metrics]\nlisten = 127.0.0.1:%u\n", taken);
+	ck_assert_msg(reload_with(&m, text, &out) != 0, "reload onto a taken port: %s", out);
+	char want[128];
+	snprintf(want, sizeof(want), "[metrics] listen = 127.0.0.1:%u): cannot bind", taken);
+	ck_assert_msg(strstr(out, want) && strstr(out, "Address already in use"), "%s", out);
+	free(out);
+	close(holder);
+	assert_serves(moved);
+
+	/* The same port on every address: bound only once the old one is closed. */
+	snprintf(text, sizeof(text), "[metrics]\nlisten = 0.0.0.0:%u\n", moved);
+	ck_assert_msg(reload_with(&m, text, &out) == 0, "reload: %s", out);
+	free(out);
+	assert_serves(moved);
+	ck_assert_int_eq(daemon_tcp_sockets(m.daemon_pid, 0x0A, 0), 1);
+	snprintf(text, sizeof(text), "0.0.0.0:%u", moved);
+	assert_stat_listen(&m, text);
+
+	/* ... and where another address of that port is taken, the one in force is opened again. */
+	unsigned again = moved;
+	snprintf(text, sizeof(text), "[metrics]\nlisten = 127.0.0.1:%u\n", moved);
+	ck_assert_msg(reload_with(&m, text, &out) == 0, "reload: %s", out);
+	free(out);
+	holder = hold_port(2, &again);
+	snprintf(text, sizeof(text), "[metrics]\nlisten = 0.0.0.0:%u\n", moved);
+	ck_assert_msg(reload_with(&m, text, &out) != 0, "reload: %s", out);
+	ck_assert_msg(strstr(out, "Address already in use"), "%s", out);
+	free(out);
+	close(holder);
+	assert_serves(moved);
+	snprintf(text, sizeof(text), "127.0.0.1:%u", moved);
+	assert_stat_listen(&m, text);
+
+	/* Empty: no listener. */
+	ck_assert_msg(reload_with(&m, "[metrics]\nlisten =\n", &out) == 0, "reload: %s", out);
+	free(out);
+	ck_assert_int_eq(daemon_tcp_sockets(m.daemon_pid, 0x0A, 0), 0);
+	ck_assert_int_eq(tcp_connect(AF_INET, moved), -ECONNREFUSED);
+	assert_stat_listen(&m, "");
+	/* And one started on a mount that had none. */
+	snprintf(text, sizeof(text), "[metrics]\nlisten = %u\n", first);
+	ck_assert_msg(reload_with(&m, text, &out) == 0, "reload: %s", out);
+	free(out);
+	assert_serves(first);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+	ck_assert_int_eq(tcp_connect(AF_INET, first), -ECONNREFUSED); /* gone with the mount */
 }
 END_TEST
 
@@ -563,6 +673,7 @@ int main(void)
 	tcase_add_test(tc, no_listener_unless_configured);
 	if (ctl_http_available()) {
 		tcase_add_test(tc, metrics_over_http_match_stat_prometheus);
+		tcase_add_test(tc, a_reload_moves_starts_and_stops_the_listener);
 		tcase_add_test(tc, ipv6_loopback);
 		tcase_add_test(tc, a_bad_listen_value_is_refused_at_its_line);
 		tcase_add_test(tc, an_address_in_use_stops_the_mount);

@@ -297,6 +297,83 @@ START_TEST(group_socket_is_0660_and_lets_the_group_in)
 }
 END_TEST
 
+/* The mount's socket's group in stat ("" for null). */
+static void assert_stat_group(const struct test_mount *m, const char *want)
+{
+	struct json_object *mount, *doc = ctl_test_stat(m->mnt, &mount), *group;
+	ck_assert(json_object_object_get_ex(mount, "socket_group", &group));
+	ck_assert_str_eq(group ? json_object_get_string(group) : "", want);
+	json_object_put(doc);
+}
+
+/* `fusesched reload` after writing TEXT to CONF: its exit status, its output in *out. */
+static int reload_with(const struct test_mount *m, const char *conf, const char *text, char **out)
+{
+	test_write_file(conf, text);
+	int status;
+	*out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m->mnt);
+	return status;
+}
+
+/*
+ * [control] group follows a reload: given, the socket becomes 0660 of that
+ * group; changed, the old group is shut out; an unknown one fails the
+ * reload and leaves the socket as it was; taken away, 0600 again.
+ */
+START_TEST(a_reload_gives_the_socket_to_its_group_and_takes_it_back)
+{
+	char conf[512], sock[108], *out;
+	snprintf(conf, sizeof(conf), "%s/ctl-regroup-%d.conf", TEST_SCRATCH_DIR, (int)getpid());
+	mkdir(TEST_SCRATCH_DIR, 0755);
+	leftovers_add_dir(conf);
+	test_write_file(conf, "[control]\n");
+	struct test_mount m;
+	const char *args[] = {"-c", conf, NULL};
+	test_mount_start(&m, args);
+	ck_assert_int_eq(ctl_socket_path_for_mount(m.mnt, sock, sizeof(sock)), 0);
+	struct stat st;
+	ck_assert_int_eq(stat(sock, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0600);
+	ck_assert_int_eq(test_run_as(1000, 4321, try_connect, sock), EACCES);
+	assert_stat_group(&m, "");
+
+	ck_assert_msg(reload_with(&m, conf, "[control]\ngroup = 4321\n", &out) == 0, "%s", out);
+	ck_assert_msg(!strstr(out, "next mount"), "%s", out);
+	free(out);
+	ck_assert_int_eq(stat(sock, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0660);
+	ck_assert_uint_eq(st.st_gid, 4321);
+	ck_assert_int_eq(test_run_as(1000, 4321, try_connect, sock), 0);
+	ck_assert_int_eq(test_run_as(1000, 1000, try_connect, sock), EACCES);
+	assert_stat_group(&m, "4321");
+
+	ck_assert_msg(reload_with(&m, conf, "[control]\ngroup = 4322\n", &out) == 0, "%s", out);
+	free(out);
+	ck_assert_int_eq(test_run_as(1000, 4322, try_connect, sock), 0);
+	ck_assert_int_eq(test_run_as(1000, 4321, try_connect, sock), EACCES);
+
+	ck_assert_msg(reload_with(&m, conf, "[control]\ngroup = fusesched-no-such-group\n", &out) != 0,
+		      "%s", out);
+	ck_assert_msg(strstr(out, "unknown group 'fusesched-no-such-group' in [control] group"), "%s",
+		      out);
+	free(out);
+	ck_assert_int_eq(stat(sock, &st), 0);
+	ck_assert_uint_eq(st.st_gid, 4322);
+	ck_assert_int_eq(test_run_as(1000, 4322, try_connect, sock), 0);
+	assert_stat_group(&m, "4322");
+
+	ck_assert_msg(reload_with(&m, conf, "[control]\n", &out) == 0, "%s", out);
+	free(out);
+	ck_assert_int_eq(stat(sock, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0600);
+	ck_assert_uint_eq(st.st_gid, getegid());
+	ck_assert_int_eq(test_run_as(1000, 4322, try_connect, sock), EACCES);
+	assert_stat_group(&m, "");
+	test_mount_require_clean_exit(test_mount_stop(&m));
+	unlink(conf);
+}
+END_TEST
+
 /*
  * A daemon whose mount was just unmounted still holds its socket for a
  * moment while it drains. A new daemon for the same socket waits for it
@@ -396,7 +473,8 @@ static const struct {
 } MOUNT_FIELDS[] = {
 	{"ok", json_type_boolean}, {"version", json_type_string}, {"pid", json_type_int},
 	{"mount", json_type_string}, {"backing", json_type_string}, {"config", json_type_null},
-	{"socket", json_type_string}, {"policy", json_type_string},
+	{"socket", json_type_string}, {"socket_group", json_type_null},
+	{"metrics_listen", json_type_null}, {"policy", json_type_string},
 	{"read_cost", json_type_null}, {"write_cost", json_type_null},
 	{"learn_depth", json_type_boolean}, {"work_conserving", json_type_string},
 	{"idle", json_type_string}, {"idle_fixed_us", json_type_null},
@@ -750,6 +828,7 @@ int main(void)
 	tcase_add_test(tc, slow_clients_do_not_lock_others_out);
 	tcase_add_test(tc, socket_is_0600_and_refuses_other_users);
 	tcase_add_test(tc, group_socket_is_0660_and_lets_the_group_in);
+	tcase_add_test(tc, a_reload_gives_the_socket_to_its_group_and_takes_it_back);
 	tcase_add_test(tc, a_socket_given_up_while_the_new_daemon_waits_is_taken);
 	tcase_add_test(tc, mounting_again_right_after_unmount_works);
 	tcase_add_test(tc, stale_stages_are_removed);

@@ -252,7 +252,7 @@ START_TEST(solo_requests_run_in_the_submitter)
 	ck_assert_uint_gt(solo, 0);
 	/* The scheduler is told of them: its view (published every 100 ms) counts them. */
 	uint64_t served = 0;
-	for (int waited_ms = 0; served == 0 && waited_ms < 2000; waited_ms += 10) {
+	for (int waited_ms = 0; served == 0 && waited_ms < ANSWER_WAIT_MS; waited_ms += 10) {
 		usleep(10000);
 		served = tenant_stats(&f).sched.served_ops;
 	}
