@@ -1,5 +1,5 @@
 /*
- * bench/flood's helper: the victim's prober and three of the attackers.
+ * bench/flood's helper: the victim's prober and four of the attackers.
  *
  *   floodprobe victim DIR FILE SECONDS
  *     every 50 ms: stat DIR/.missing-N (a new name each time, so the kernel
@@ -16,6 +16,10 @@
  *   floodprobe meta DIR NPROC SECONDS
  *     NPROC processes, each in DIR/pN, loop create (O_CREAT + close), stat
  *     and unlink over 16 names; prints "ops <total> seconds <s> errors <n>".
+ *   floodprobe list DIR NPROC SECONDS
+ *     makes DIR/l with LIST_FILES files (once), then NPROC processes loop
+ *     over it as `ls -l` does: read the directory, lstat each entry and
+ *     read its ACL; prints "ops <entries listed> seconds <s> errors <n>".
  *   floodprobe openfiles DIR NPROC SECONDS
  *     NPROC processes raise their soft RLIMIT_NOFILE to the hard limit, each
  *     opens DIR/oN over and over until an open fails or SECONDS pass, then
@@ -29,6 +33,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -40,6 +45,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -183,6 +189,53 @@ static void meta_worker(const char *dir, int id, double end, struct worker_resul
 	}
 }
 
+#define LIST_FILES 2000
+
+static int list_prepare(const char *dir)
+{
+	char sub[4096], path[4200];
+	snprintf(sub, sizeof(sub), "%s/l", dir);
+	if (mkdir(sub, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	for (int i = 0; i < LIST_FILES; i++) {
+		snprintf(path, sizeof(path), "%s/f%05d", sub, i);
+		int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return -errno;
+		close(fd);
+	}
+	return 0;
+}
+
+static void list_worker(const char *dir, double end, struct worker_result *r)
+{
+	char sub[4096];
+	snprintf(sub, sizeof(sub), "%s/l", dir);
+	while (now_s() < end) {
+		DIR *d = opendir(sub);
+		if (!d) {
+			if (!r->errors++)
+				r->first_errno = errno;
+			continue;
+		}
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			struct stat st;
+			char acl[256];
+			if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+				if (!r->errors++)
+					r->first_errno = errno;
+				continue;
+			}
+			char path[4400];
+			snprintf(path, sizeof(path), "%s/%s", sub, e->d_name);
+			lgetxattr(path, "system.posix_acl_access", acl, sizeof(acl));
+			r->ops++;
+		}
+		closedir(d);
+	}
+}
+
 static void openfiles_worker(const char *dir, int id, double start, double end,
 			     struct worker_result *r)
 {
@@ -217,6 +270,13 @@ static void openfiles_worker(const char *dir, int id, double start, double end,
 static int workers(const char *what, const char *dir, int nproc, double secs)
 {
 	struct worker_result *res = shared_results(nproc);
+	if (!strcmp(what, "list")) {
+		int e = list_prepare(dir);
+		if (e < 0) {
+			printf("ops 0 seconds 0 errors 1 first_error %s\n", errname(-e));
+			return 0;
+		}
+	}
 	double start = now_s(), end = start + secs;
 	for (int i = 0; i < nproc; i++) {
 		pid_t pid = fork();
@@ -227,6 +287,8 @@ static int workers(const char *what, const char *dir, int nproc, double secs)
 		if (pid == 0) {
 			if (!strcmp(what, "meta"))
 				meta_worker(dir, i, end, &res[i]);
+			else if (!strcmp(what, "list"))
+				list_worker(dir, end, &res[i]);
 			else
 				openfiles_worker(dir, i, start, end, &res[i]);
 			_exit(0);
@@ -239,7 +301,7 @@ static int workers(const char *what, const char *dir, int nproc, double secs)
 		ops += res[i].ops;
 		errors += res[i].errors;
 	}
-	if (!strcmp(what, "meta")) {
+	if (strcmp(what, "openfiles") != 0) {
 		printf("ops %lu seconds %.2f errors %lu", ops, took, errors);
 		for (int i = 0; i < nproc; i++)
 			if (res[i].errors) {
@@ -316,12 +378,13 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (argc == 5 && !strcmp(argv[1], "victim"))
 		return victim(argv[2], argv[3], atof(argv[4]));
-	if (argc == 5 && (!strcmp(argv[1], "meta") || !strcmp(argv[1], "openfiles")) &&
+	if (argc == 5 &&
+	    (!strcmp(argv[1], "meta") || !strcmp(argv[1], "list") || !strcmp(argv[1], "openfiles")) &&
 	    atoi(argv[3]) > 0)
 		return workers(argv[1], argv[2], atoi(argv[3]), atof(argv[4]));
 	if (argc == 5 && !strcmp(argv[1], "spray"))
 		return spray(argv[2], argv[3], atoi(argv[4]));
-	fprintf(stderr, "usage: %s victim DIR FILE SECONDS | meta DIR NPROC SECONDS |\n"
+	fprintf(stderr, "usage: %s victim DIR FILE SECONDS | meta|list DIR NPROC SECONDS |\n"
 			"       openfiles DIR NPROC SECONDS | spray CGROUP MNT COUNT\n",
 		argv[0]);
 	return 2;
