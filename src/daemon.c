@@ -523,6 +523,7 @@ struct daemon_reload {
 	struct ctl_server *ctl;           /* its socket's group follows [control] group */
 	struct ctl_http **http;           /* the metrics listener in force, NULL: none */
 	struct config_listen listen;      /* ... and the [metrics] listen it came from */
+	char socket_path[128];            /* the [control] socket in force, "": auto */
 	char group[64];                   /* the [control] group in force, "": none */
 	bool foreground;
 };
@@ -632,20 +633,29 @@ static int daemon_reload_metrics(struct daemon_reload *d, const struct config_li
 	return 0;
 }
 
-/* The reload's [control] group and [metrics] listen, both or neither. */
+static const char *or_null(const char *s)
+{
+	return s[0] ? s : NULL;
+}
+
+/* The reload's [control] socket and group and [metrics] listen: all or none. */
 static int daemon_reload_listeners(struct daemon_reload *d, const struct config *cfg, char *err,
 				   size_t err_bytes)
 {
-	const char *group = cfg->control.group;
-	bool group_changed = strcmp(d->group, group ? group : "") != 0;
-	int r = group_changed ? ctl_server_set_group(d->ctl, group, err, err_bytes) : 0;
+	const char *path = cfg->control.socket_path, *group = cfg->control.group;
+	bool control_changed = strcmp(d->socket_path, path ? path : "") != 0 ||
+			       strcmp(d->group, group ? group : "") != 0;
+	int r = control_changed ? ctl_server_set_socket(d->ctl, path, group, err, err_bytes) : 0;
 	if (r == 0 && (r = daemon_reload_metrics(d, &cfg->metrics.listen, err, err_bytes)) < 0 &&
-	    group_changed) {
+	    control_changed) {
 		char ignored[256];
-		ctl_server_set_group(d->ctl, d->group[0] ? d->group : NULL, ignored, sizeof(ignored));
+		ctl_server_set_socket(d->ctl, or_null(d->socket_path), or_null(d->group), ignored,
+				      sizeof(ignored));
 	}
-	if (r == 0)
+	if (r == 0) {
+		snprintf(d->socket_path, sizeof(d->socket_path), "%s", path ? path : "");
 		snprintf(d->group, sizeof(d->group), "%s", group ? group : "");
+	}
 	return r;
 }
 
@@ -777,6 +787,8 @@ int daemon_run(const struct daemon_options *o)
 	struct daemon_reload reload = {.config_path = real_config, .mounted = cfg,
 				       .tenants = tenants, .engine = engine, .http = &http,
 				       .listen = cfg->metrics.listen, .foreground = o->foreground};
+	snprintf(reload.socket_path, sizeof(reload.socket_path), "%s",
+		 cfg->control.socket_path ? cfg->control.socket_path : "");
 	snprintf(reload.group, sizeof(reload.group), "%s",
 		 cfg->control.group ? cfg->control.group : "");
 	const struct ctl_server_params cp = {
@@ -864,11 +876,7 @@ int daemon_run(const struct daemon_options *o)
 		fprintf(stderr, "fusesched: cannot start the io_uring engine thread\n");
 		goto out_unmount;
 	}
-	if (ctl_server_start(ctl) < 0) {
-		fprintf(stderr, "fusesched: cannot start the control socket thread\n");
-		engine_stop(engine);
-		goto out_unmount;
-	}
+	/* The listener before the control thread, whose reloads may replace it. */
 	if (http && ctl_http_start(http, err, sizeof(err)) < 0) {
 		fprintf(stderr, "fusesched: %s\n", err);
 		engine_stop(engine);
@@ -876,6 +884,11 @@ int daemon_run(const struct daemon_options *o)
 	}
 	if (http)
 		ctl_server_set_metrics_listen(ctl, ctl_http_where(http));
+	if (ctl_server_start(ctl) < 0) {
+		fprintf(stderr, "fusesched: cannot start the control socket thread\n");
+		engine_stop(engine);
+		goto out_unmount;
+	}
 
 	struct fuse_loop_config *loop = fuse_loop_cfg_create();
 	if (!loop) {

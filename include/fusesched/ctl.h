@@ -109,6 +109,17 @@ const char *ctl_server_socket_path(const struct ctl_server *s);
  * unknown group, or a socket that is no longer this server's.
  */
 int ctl_server_set_group(struct ctl_server *s, const char *group, char *err, size_t err_bytes);
+/*
+ * A reload's [control] socket (NULL: auto) and group, from the server's
+ * own thread (the reload callback): at a new path a socket is made as at
+ * mount (ctl_server_new) and listened on before the old one is closed and
+ * removed, and the auto path links to a configured one; the same path
+ * only takes the group (ctl_server_set_group). Connections already open
+ * stay. Returns 0, or a negative errno with a message, the old socket
+ * kept as it was.
+ */
+int ctl_server_set_socket(struct ctl_server *s, const char *socket_path, const char *group,
+			  char *err, size_t err_bytes);
 /* Where the metrics listener serves (ctl_http_where; NULL: none), for stat. */
 void ctl_server_set_metrics_listen(struct ctl_server *s, const char *where);
 

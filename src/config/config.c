@@ -557,7 +557,7 @@ static const struct key_desc keys[] = {
 	  CFG(tenants.retire_idle_ms), 1000, 86400000, NULL, "60000", AT_RELOAD },
 
 	{ SEC_CONTROL, "socket", set_socket, print_socket,
-	  CFG(control.socket_path), 0, 108, NULL, "auto", AT_MOUNT },
+	  CFG(control.socket_path), 0, 108, NULL, "auto", AT_RELOAD },
 	{ SEC_CONTROL, "group", set_group_name, print_group_name,
 	  CFG(control.group), 0, 32, NULL, NULL, AT_RELOAD },
 

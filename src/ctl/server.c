@@ -65,15 +65,17 @@ struct ctl_client {
 	uint64_t request_start_ns;  /* first byte of the unfinished request; 0: none */
 };
 
+#define CTL_SOCKET_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
+
 struct ctl_server {
 	char *mountpoint, *backing, *policy, *config_path;
 	struct stats *stats;
 	struct tenant_table *tenants;
 	ctl_reload_fn reload;
 	void *reload_ctx;
-	char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char socket_path[CTL_SOCKET_PATH_MAX];
 	/* With a configured socket: a link at the auto path, so clients find it from the mountpoint. */
-	char link_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char link_path[CTL_SOCKET_PATH_MAX];
 	dev_t socket_dev;
 	ino_t socket_ino;
 	int listen_fd, stop_fd, signal_fd;
@@ -84,8 +86,8 @@ struct ctl_server {
 	/*
 	 * The samples: swapped by the control thread, read by every stat reply,
 	 * the metrics HTTP listener's (another thread) too. Under the same
-	 * lock, what a reload may change: the socket's group ("": none) and
-	 * where the metrics listener is ("": none).
+	 * lock, what a reload may change and a reply shows: socket_path, the
+	 * socket's group ("": none) and where the metrics listener is ("": none).
 	 */
 	pthread_mutex_t sample_lock;
 	char group[64];
@@ -193,16 +195,22 @@ static int ctl_socket_bind(struct ctl_server *s, const char *group, char *err, s
 		unlink(s->socket_path); /* left by a daemon that died */
 		removed = 1;
 	}
-	if (group && (chown(s->socket_path, (uid_t)-1, gid) < 0 || chmod(s->socket_path, 0660) < 0))
-		return fail(err, err_bytes, -errno, "cannot give %s to its group", s->socket_path);
-	snprintf(s->group, sizeof(s->group), "%s", group ? group : "");
+	/* Bound: a failure from here leaves no socket file behind. */
+	int r = 0;
 	struct stat st;
-	if (stat(s->socket_path, &st) < 0)
-		return fail(err, err_bytes, -errno, "%s", s->socket_path);
+	if (group && (chown(s->socket_path, (uid_t)-1, gid) < 0 || chmod(s->socket_path, 0660) < 0))
+		r = fail(err, err_bytes, -errno, "cannot give %s to its group", s->socket_path);
+	else if (stat(s->socket_path, &st) < 0)
+		r = fail(err, err_bytes, -errno, "%s", s->socket_path);
+	else if (listen(s->listen_fd, 64) < 0)
+		r = fail(err, err_bytes, -errno, "cannot listen on %s", s->socket_path);
+	if (r < 0) {
+		unlink(s->socket_path);
+		return r;
+	}
 	s->socket_dev = st.st_dev;
 	s->socket_ino = st.st_ino;
-	if (listen(s->listen_fd, 64) < 0)
-		return fail(err, err_bytes, -errno, "cannot listen on %s", s->socket_path);
+	snprintf(s->group, sizeof(s->group), "%s", group ? group : "");
 	return 0;
 }
 
@@ -254,17 +262,91 @@ static void ctl_link_create(struct ctl_server *s)
 		strcpy(s->link_path, auto_path);
 }
 
-static void ctl_link_remove(const struct ctl_server *s)
+/* LINK_PATH ("": none), if it still points at SOCKET_PATH. */
+static void ctl_link_remove(const char *link_path, const char *socket_path)
 {
-	char target[sizeof(s->link_path)];
-	if (!s->link_path[0])
+	char target[CTL_SOCKET_PATH_MAX];
+	if (!link_path[0])
 		return;
-	ssize_t n = readlink(s->link_path, target, sizeof(target) - 1);
+	ssize_t n = readlink(link_path, target, sizeof(target) - 1);
 	if (n < 0)
 		return;
 	target[n] = '\0';
-	if (strcmp(target, s->socket_path) == 0)
-		unlink(s->link_path);
+	if (strcmp(target, socket_path) == 0)
+		unlink(link_path);
+}
+
+/* Where the socket goes: CONFIGURED, or the mountpoint's auto path (NULL). */
+static int ctl_socket_path_choose(const char *mountpoint, const char *configured,
+				  char out[CTL_SOCKET_PATH_MAX], char *err, size_t err_bytes)
+{
+	if (configured) {
+		if (strlen(configured) >= CTL_SOCKET_PATH_MAX || configured[0] != '/')
+			return fail(err, err_bytes, -EINVAL,
+				    "socket path '%s' must be absolute and under 108 bytes", configured);
+		strcpy(out, configured);
+		return 0;
+	}
+	int r = ctl_socket_path_for_mount(mountpoint, out, CTL_SOCKET_PATH_MAX);
+	if (r == -EINVAL || r == -ENAMETOOLONG)
+		return fail(err, err_bytes, r, "no socket name for mountpoint '%s'", mountpoint);
+	return r < 0 ? r : ctl_dir_prepare(err, err_bytes);
+}
+
+int ctl_server_set_socket(struct ctl_server *s, const char *socket_path, const char *group,
+			  char *err, size_t err_bytes)
+{
+	char path[CTL_SOCKET_PATH_MAX];
+	int r = ctl_socket_path_choose(s->mountpoint, socket_path, path, err, err_bytes);
+	if (r < 0)
+		return r;
+	if (strcmp(path, s->socket_path) == 0)
+		return ctl_server_set_group(s, group, err, err_bytes);
+	gid_t gid;
+	if (group && ctl_group_resolve(group, &gid) < 0)
+		return fail(err, err_bytes, -ENOENT, "unknown group '%s' in [control] group", group);
+	/* The old one serves until the new one listens; its link may sit where the new one goes. */
+	char old_path[CTL_SOCKET_PATH_MAX], old_link[CTL_SOCKET_PATH_MAX], old_group[sizeof(s->group)];
+	memcpy(old_path, s->socket_path, sizeof(old_path));
+	memcpy(old_link, s->link_path, sizeof(old_link));
+	memcpy(old_group, s->group, sizeof(old_group));
+	int old_fd = s->listen_fd;
+	dev_t old_dev = s->socket_dev;
+	ino_t old_ino = s->socket_ino;
+	bool link_in_the_way = strcmp(old_link, path) == 0;
+	if (link_in_the_way)
+		ctl_link_remove(old_link, old_path);
+	s->link_path[0] = '\0';
+	pthread_mutex_lock(&s->sample_lock);
+	strcpy(s->socket_path, path);
+	pthread_mutex_unlock(&s->sample_lock);
+	s->listen_fd = -1;
+	r = ctl_socket_bind(s, group, err, err_bytes);
+	if (r < 0) {
+		if (s->listen_fd >= 0)
+			close(s->listen_fd);
+		pthread_mutex_lock(&s->sample_lock);
+		memcpy(s->socket_path, old_path, sizeof(s->socket_path));
+		memcpy(s->group, old_group, sizeof(s->group));
+		pthread_mutex_unlock(&s->sample_lock);
+		memcpy(s->link_path, old_link, sizeof(s->link_path));
+		s->listen_fd = old_fd;
+		s->socket_dev = old_dev;
+		s->socket_ino = old_ino;
+		if (link_in_the_way)
+			ctl_link_create(s);
+		return r;
+	}
+	/* The old socket goes before the link is made: it may be at the auto path. */
+	if (!link_in_the_way)
+		ctl_link_remove(old_link, old_path);
+	struct stat st;
+	if (stat(old_path, &st) == 0 && st.st_dev == old_dev && st.st_ino == old_ino)
+		unlink(old_path);
+	close(old_fd);
+	if (socket_path)
+		ctl_link_create(s);
+	return 0;
 }
 
 static char *dup_or_empty(const char *s)
@@ -312,20 +394,9 @@ int ctl_server_new(const struct ctl_server_params *p, struct ctl_server **out, c
 		r = fail(err, err_bytes, -ENOMEM, "%s", "server");
 		goto out_free;
 	}
-	if (p->socket_path) {
-		if (strlen(p->socket_path) >= sizeof(s->socket_path) || p->socket_path[0] != '/') {
-			r = fail(err, err_bytes, -EINVAL,
-				 "socket path '%s' must be absolute and under 108 bytes", p->socket_path);
-			goto out_free;
-		}
-		strcpy(s->socket_path, p->socket_path);
-	} else if ((r = ctl_socket_path_for_mount(s->mountpoint, s->socket_path,
-						  sizeof(s->socket_path))) < 0 ||
-		   (r = ctl_dir_prepare(err, err_bytes)) < 0) {
-		if (r == -EINVAL || r == -ENAMETOOLONG)
-			fail(err, err_bytes, r, "no socket name for mountpoint '%s'", s->mountpoint);
+	if ((r = ctl_socket_path_choose(s->mountpoint, p->socket_path, s->socket_path, err,
+					err_bytes)) < 0)
 		goto out_free;
-	}
 	if ((r = ctl_socket_bind(s, p->group, err, err_bytes)) < 0)
 		goto out_close;
 	if (p->socket_path)
@@ -349,7 +420,7 @@ int ctl_server_new(const struct ctl_server_params *p, struct ctl_server **out, c
 	return 0;
 
 out_unlink:
-	ctl_link_remove(s);
+	ctl_link_remove(s->link_path, s->socket_path);
 	unlink(s->socket_path);
 out_close:
 	if (s->listen_fd >= 0)
@@ -528,8 +599,8 @@ static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 	json_object_object_add(o, "backing", json_object_new_string(s->backing));
 	json_object_object_add(o, "config", s->config_path[0] ? json_object_new_string(s->config_path)
 							       : NULL);
-	json_object_object_add(o, "socket", json_object_new_string(s->socket_path));
 	pthread_mutex_lock(&s->sample_lock);
+	json_object_object_add(o, "socket", json_object_new_string(s->socket_path));
 	json_object_object_add(o, "socket_group",
 			       s->group[0] ? json_object_new_string(s->group) : NULL);
 	json_object_object_add(o, "metrics_listen", s->metrics_listen[0]
@@ -892,7 +963,7 @@ static void ctl_socket_release(struct ctl_server *s)
 	if (stat(s->socket_path, &st) == 0 && st.st_dev == s->socket_dev &&
 	    st.st_ino == s->socket_ino)
 		unlink(s->socket_path);
-	ctl_link_remove(s);
+	ctl_link_remove(s->link_path, s->socket_path);
 	close(s->listen_fd);
 	s->listen_fd = -1;
 }

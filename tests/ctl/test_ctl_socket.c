@@ -374,6 +374,99 @@ START_TEST(a_reload_gives_the_socket_to_its_group_and_takes_it_back)
 }
 END_TEST
 
+/* stat's "socket" field. */
+static char *stat_socket(const struct test_mount *m)
+{
+	struct json_object *mount, *doc = ctl_test_stat(m->mnt, &mount), *sock;
+	ck_assert(json_object_object_get_ex(mount, "socket", &sock));
+	char *path = strdup(json_object_get_string(sock));
+	json_object_put(doc);
+	return path;
+}
+
+/*
+ * [control] socket follows a reload: the socket is made at the new path
+ * (the auto path then links to it) and the old one removed; a path that
+ * cannot be bound fails the reload, the socket in force kept; back to
+ * auto, the link gives way to the socket.
+ */
+START_TEST(a_reload_moves_the_socket)
+{
+	char conf[512], moved[108], autop[108], text[512], *out;
+	snprintf(conf, sizeof(conf), "%s/ctl-move-%d.conf", TEST_SCRATCH_DIR, (int)getpid());
+	snprintf(moved, sizeof(moved), "/run/fusesched/test-moved-%d.sock", (int)getpid());
+	mkdir(TEST_SCRATCH_DIR, 0755);
+	leftovers_add_dir(conf);
+	leftovers_add_dir(moved);
+	test_write_file(conf, "[control]\n");
+	struct test_mount m;
+	const char *args[] = {"-c", conf, NULL};
+	test_mount_start(&m, args);
+	ck_assert_int_eq(ctl_socket_path_for_mount(m.mnt, autop, sizeof(autop)), 0);
+	struct stat st;
+	ck_assert_int_eq(lstat(autop, &st), 0);
+	ck_assert(S_ISSOCK(st.st_mode));
+
+	snprintf(text, sizeof(text), "[control]\nsocket = %s\ngroup = 4321\n", moved);
+	ck_assert_msg(reload_with(&m, conf, text, &out) == 0, "%s", out);
+	ck_assert_msg(!strstr(out, "next mount"), "%s", out);
+	free(out);
+	ck_assert_int_eq(lstat(moved, &st), 0);
+	ck_assert(S_ISSOCK(st.st_mode));
+	ck_assert_uint_eq(st.st_mode & 07777, 0660);
+	ck_assert_uint_eq(st.st_gid, 4321);
+	ck_assert_int_eq(try_connect(moved), 0);
+	ck_assert_int_eq(test_run_as(1000, 4321, try_connect, moved), 0);
+	ck_assert_int_eq(lstat(autop, &st), 0);
+	ck_assert_msg(S_ISLNK(st.st_mode), "the auto path is not a link to the moved socket");
+	char *where = stat_socket(&m); /* found from the mountpoint, through the link */
+	ck_assert_str_eq(where, moved);
+	free(where);
+
+	/* A directory that is not there: refused, named, the socket in force kept. */
+	const char *nowhere = "/run/fusesched-no-such-dir/x.sock";
+	snprintf(text, sizeof(text), "[control]\nsocket = %s\n", nowhere);
+	ck_assert_msg(reload_with(&m, conf, text, &out) != 0, "%s", out);
+	ck_assert_msg(strstr(out, "cannot bind /run/fusesched-no-such-dir/x.sock"), "%s", out);
+	free(out);
+	ck_assert_int_eq(try_connect(moved), 0);
+	ck_assert_int_eq(lstat(moved, &st), 0);
+	ck_assert_uint_eq(st.st_gid, 4321);
+	where = stat_socket(&m);
+	ck_assert_str_eq(where, moved);
+	free(where);
+	assert_stat_group(&m, "4321");
+
+	/* From one configured path to another: the link follows. */
+	char again[108], target[108] = "";
+	snprintf(again, sizeof(again), "/run/fusesched/test-again-%d.sock", (int)getpid());
+	leftovers_add_dir(again);
+	snprintf(text, sizeof(text), "[control]\nsocket = %s\n", again);
+	ck_assert_msg(reload_with(&m, conf, text, &out) == 0, "%s", out);
+	free(out);
+	ck_assert_int_eq(lstat(moved, &st), -1);
+	ck_assert_int_gt(readlink(autop, target, sizeof(target) - 1), 0);
+	ck_assert_str_eq(target, again);
+	ck_assert_int_eq(try_connect(again), 0);
+	assert_stat_group(&m, "");
+
+	/* Back to auto: the socket where the link was, the moved one gone. */
+	ck_assert_msg(reload_with(&m, conf, "[control]\nsocket = auto\n", &out) == 0, "%s", out);
+	free(out);
+	ck_assert_int_eq(lstat(autop, &st), 0);
+	ck_assert(S_ISSOCK(st.st_mode));
+	ck_assert_uint_eq(st.st_mode & 07777, 0600);
+	ck_assert_int_eq(lstat(again, &st), -1);
+	where = stat_socket(&m);
+	ck_assert_str_eq(where, autop);
+	free(where);
+	assert_stat_group(&m, "");
+	test_mount_require_clean_exit(test_mount_stop(&m));
+	ck_assert_int_eq(lstat(autop, &st), -1);
+	unlink(conf);
+}
+END_TEST
+
 /*
  * A daemon whose mount was just unmounted still holds its socket for a
  * moment while it drains. A new daemon for the same socket waits for it
@@ -829,6 +922,7 @@ int main(void)
 	tcase_add_test(tc, socket_is_0600_and_refuses_other_users);
 	tcase_add_test(tc, group_socket_is_0660_and_lets_the_group_in);
 	tcase_add_test(tc, a_reload_gives_the_socket_to_its_group_and_takes_it_back);
+	tcase_add_test(tc, a_reload_moves_the_socket);
 	tcase_add_test(tc, a_socket_given_up_while_the_new_daemon_waits_is_taken);
 	tcase_add_test(tc, mounting_again_right_after_unmount_works);
 	tcase_add_test(tc, stale_stages_are_removed);
