@@ -210,7 +210,9 @@ static int ctl_socket_bind(struct ctl_server *s, const char *group, char *err, s
 	}
 	s->socket_dev = st.st_dev;
 	s->socket_ino = st.st_ino;
+	pthread_mutex_lock(&s->sample_lock); /* a reload's: stat replies read it */
 	snprintf(s->group, sizeof(s->group), "%s", group ? group : "");
+	pthread_mutex_unlock(&s->sample_lock);
 	return 0;
 }
 
