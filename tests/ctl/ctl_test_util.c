@@ -38,6 +38,14 @@ char *ctl_test_capture(int *status, const char *fmt, ...)
 	return text;
 }
 
+int ctl_test_reload(const char *mnt, const char *conf, const char *text, char **out)
+{
+	test_write_file(conf, text);
+	int status;
+	*out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, mnt);
+	return status;
+}
+
 struct json_object *ctl_test_stat(const char *mnt, struct json_object **mount)
 {
 	int status;

@@ -14,6 +14,9 @@
 /* Runs a shell command line; returns its stdout (and stderr with 2>&1 in it), *status its exit status. */
 char *ctl_test_capture(int *status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Writes TEXT to CONF, then `fusesched reload MNT`: its exit status, its output (stderr too) in *out. */
+int ctl_test_reload(const char *mnt, const char *conf, const char *text, char **out);
+
 /* `fusesched stat MNT --json`, parsed; the mount's object is *mount. Fails the test on error. */
 struct json_object *ctl_test_stat(const char *mnt, struct json_object **mount);
 

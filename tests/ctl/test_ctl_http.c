@@ -364,13 +364,9 @@ START_TEST(metrics_over_http_match_stat_prometheus)
 }
 END_TEST
 
-/* `fusesched reload` after writing TEXT: its exit status, its output in *out (malloc'd). */
 static int reload_with(const struct test_mount *m, const char *text, char **out)
 {
-	write_conf(text);
-	int status;
-	*out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m->mnt);
-	return status;
+	return ctl_test_reload(m->mnt, conf_path, text, out);
 }
 
 /* stat's metrics_listen: "" for null. */

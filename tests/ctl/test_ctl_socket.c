@@ -306,15 +306,6 @@ static void assert_stat_group(const struct test_mount *m, const char *want)
 	json_object_put(doc);
 }
 
-/* `fusesched reload` after writing TEXT to CONF: its exit status, its output in *out. */
-static int reload_with(const struct test_mount *m, const char *conf, const char *text, char **out)
-{
-	test_write_file(conf, text);
-	int status;
-	*out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m->mnt);
-	return status;
-}
-
 /*
  * [control] group follows a reload: given, the socket becomes 0660 of that
  * group; changed, the old group is shut out; an unknown one fails the
@@ -337,7 +328,7 @@ START_TEST(a_reload_gives_the_socket_to_its_group_and_takes_it_back)
 	ck_assert_int_eq(test_run_as(1000, 4321, try_connect, sock), EACCES);
 	assert_stat_group(&m, "");
 
-	ck_assert_msg(reload_with(&m, conf, "[control]\ngroup = 4321\n", &out) == 0, "%s", out);
+	ck_assert_msg(ctl_test_reload(m.mnt, conf, "[control]\ngroup = 4321\n", &out) == 0, "%s", out);
 	ck_assert_msg(!strstr(out, "next mount"), "%s", out);
 	free(out);
 	ck_assert_int_eq(stat(sock, &st), 0);
@@ -347,12 +338,12 @@ START_TEST(a_reload_gives_the_socket_to_its_group_and_takes_it_back)
 	ck_assert_int_eq(test_run_as(1000, 1000, try_connect, sock), EACCES);
 	assert_stat_group(&m, "4321");
 
-	ck_assert_msg(reload_with(&m, conf, "[control]\ngroup = 4322\n", &out) == 0, "%s", out);
+	ck_assert_msg(ctl_test_reload(m.mnt, conf, "[control]\ngroup = 4322\n", &out) == 0, "%s", out);
 	free(out);
 	ck_assert_int_eq(test_run_as(1000, 4322, try_connect, sock), 0);
 	ck_assert_int_eq(test_run_as(1000, 4321, try_connect, sock), EACCES);
 
-	ck_assert_msg(reload_with(&m, conf, "[control]\ngroup = fusesched-no-such-group\n", &out) != 0,
+	ck_assert_msg(ctl_test_reload(m.mnt, conf, "[control]\ngroup = fusesched-no-such-group\n", &out) != 0,
 		      "%s", out);
 	ck_assert_msg(strstr(out, "unknown group 'fusesched-no-such-group' in [control] group"), "%s",
 		      out);
@@ -362,7 +353,7 @@ START_TEST(a_reload_gives_the_socket_to_its_group_and_takes_it_back)
 	ck_assert_int_eq(test_run_as(1000, 4322, try_connect, sock), 0);
 	assert_stat_group(&m, "4322");
 
-	ck_assert_msg(reload_with(&m, conf, "[control]\n", &out) == 0, "%s", out);
+	ck_assert_msg(ctl_test_reload(m.mnt, conf, "[control]\n", &out) == 0, "%s", out);
 	free(out);
 	ck_assert_int_eq(stat(sock, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0600);
@@ -408,7 +399,7 @@ START_TEST(a_reload_moves_the_socket)
 	ck_assert(S_ISSOCK(st.st_mode));
 
 	snprintf(text, sizeof(text), "[control]\nsocket = %s\ngroup = 4321\n", moved);
-	ck_assert_msg(reload_with(&m, conf, text, &out) == 0, "%s", out);
+	ck_assert_msg(ctl_test_reload(m.mnt, conf, text, &out) == 0, "%s", out);
 	ck_assert_msg(!strstr(out, "next mount"), "%s", out);
 	free(out);
 	ck_assert_int_eq(lstat(moved, &st), 0);
@@ -426,7 +417,7 @@ START_TEST(a_reload_moves_the_socket)
 	/* A directory that is not there: refused, named, the socket in force kept. */
 	const char *nowhere = "/run/fusesched-no-such-dir/x.sock";
 	snprintf(text, sizeof(text), "[control]\nsocket = %s\n", nowhere);
-	ck_assert_msg(reload_with(&m, conf, text, &out) != 0, "%s", out);
+	ck_assert_msg(ctl_test_reload(m.mnt, conf, text, &out) != 0, "%s", out);
 	ck_assert_msg(strstr(out, "cannot bind /run/fusesched-no-such-dir/x.sock"), "%s", out);
 	free(out);
 	ck_assert_int_eq(try_connect(moved), 0);
@@ -442,7 +433,7 @@ START_TEST(a_reload_moves_the_socket)
 	snprintf(again, sizeof(again), "/run/fusesched/test-again-%d.sock", (int)getpid());
 	leftovers_add_dir(again);
 	snprintf(text, sizeof(text), "[control]\nsocket = %s\n", again);
-	ck_assert_msg(reload_with(&m, conf, text, &out) == 0, "%s", out);
+	ck_assert_msg(ctl_test_reload(m.mnt, conf, text, &out) == 0, "%s", out);
 	free(out);
 	ck_assert_int_eq(lstat(moved, &st), -1);
 	ck_assert_int_gt(readlink(autop, target, sizeof(target) - 1), 0);
@@ -451,7 +442,7 @@ START_TEST(a_reload_moves_the_socket)
 	assert_stat_group(&m, "");
 
 	/* Back to auto: the socket where the link was, the moved one gone. */
-	ck_assert_msg(reload_with(&m, conf, "[control]\nsocket = auto\n", &out) == 0, "%s", out);
+	ck_assert_msg(ctl_test_reload(m.mnt, conf, "[control]\nsocket = auto\n", &out) == 0, "%s", out);
 	free(out);
 	ck_assert_int_eq(lstat(autop, &st), 0);
 	ck_assert(S_ISSOCK(st.st_mode));
