@@ -520,7 +520,7 @@ struct daemon_reload {
 	const struct config *mounted;     /* the config the engine was built from */
 	struct tenant_table *tenants;
 	struct engine *engine;            /* the cost model applies live */
-	struct ctl_server *ctl;           /* its socket's group follows [control] group */
+	struct ctl_server *ctl;           /* its socket follows [control] socket and group */
 	struct ctl_http **http;           /* the metrics listener in force, NULL: none */
 	struct config_listen listen;      /* ... and the [metrics] listen it came from */
 	char socket_path[128];            /* the [control] socket in force, "": auto */

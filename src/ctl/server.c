@@ -304,9 +304,6 @@ int ctl_server_set_socket(struct ctl_server *s, const char *socket_path, const c
 		return r;
 	if (strcmp(path, s->socket_path) == 0)
 		return ctl_server_set_group(s, group, err, err_bytes);
-	gid_t gid;
-	if (group && ctl_group_resolve(group, &gid) < 0)
-		return fail(err, err_bytes, -ENOENT, "unknown group '%s' in [control] group", group);
 	/* The old one serves until the new one listens; its link may sit where the new one goes. */
 	char old_path[CTL_SOCKET_PATH_MAX], old_link[CTL_SOCKET_PATH_MAX], old_group[sizeof(s->group)];
 	memcpy(old_path, s->socket_path, sizeof(old_path));
