@@ -78,33 +78,6 @@ static void queue_charge(struct sched *s, struct sched_queue *q, uint64_t bytes)
 	sched_wf2q_advance(&s->wq, bytes);
 }
 
-/*
- * A store kept full makes every request wait alike, so its time in flight
- * holds the line it waited in, not what it needed: a 4 KiB write behind
- * 1 MiB ones was billed a fifth of what each of them was, where alone it
- * needs a twelfth, and a w100 tenant of them kept 0.05 of its solo rate
- * beside a w400 one of 1 MiB writes (0.2 due). Where the store's cost
- * model is given (sched_params.model_iops, as `fusesched calibrate`
- * measures it), a read or write is billed what the model says it needs
- * instead: its part of the store's time, 1 / iops plus its bytes past
- * 4 KiB at the bandwidth, times max_inflight (each slot being that share
- * of the store, the unit the time in flight is counted in). 0: no model
- * for its kind; a dsync write costs a flush the model does not price
- * (given it as a write, the simulator's dsync writers paid a ninth of
- * their time). A store time known beforehand (sched_req.need_ns, the
- * simulator's) comes first.
- */
-static uint64_t model_need_ns(const struct sched *s, const struct sched_req *r)
-{
-	int k = r->op == SCHED_OP_READ ? 0 : r->op == SCHED_OP_WRITE && !r->dsync ? 1 : -1;
-	if (k < 0 || !s->p.model_iops[k])
-		return 0;
-	uint64_t past = r->bytes > 4096 ? r->bytes - 4096 : 0;
-	uint64_t ns = 1000000000ull / s->p.model_iops[k] +
-		      (uint64_t)((unsigned __int128)past * 1000000000u / s->p.model_bytes_per_s[k]);
-	return ns * s->p.max_inflight;
-}
-
 /* A weight is a share of the store's time, and requests hold the store for
  * very different times per byte: a 4 KiB random read many times longer per
  * byte than a 1 MiB sequential one, a dsync write longer than a buffered
@@ -127,7 +100,7 @@ static uint64_t time_charge_extra(const struct sched *s, const struct sched_req 
 	 * engine dispatches a batch at one instant and reaps it together, the
 	 * first of it are the in-service tenant's, and the heavier a tenant, the
 	 * more it would pay per byte. */
-	uint64_t need_ns = r->need_ns ? r->need_ns : model_need_ns(s, r);
+	uint64_t need_ns = sched_req_need_ns(s, r);
 	if (need_ns)
 		share_ns = need_ns;
 	uint64_t t = share_ns / 1000 * s->rate.slot_bytes_per_s / 1000000;

@@ -246,7 +246,8 @@ static void rate_learn(struct sched *s, struct sched_queue *q, const struct sche
 		       uint64_t now_ns)
 {
 	struct store_rate *st = &s->rate;
-	uint64_t svc_ns = now_ns - r->dispatch_ns;
+	uint64_t need_ns = sched_req_need_ns(s, r);
+	uint64_t svc_ns = need_ns ? need_ns : now_ns - r->dispatch_ns;
 	if (r->bytes && req_is_rw(r) && svc_ns) {
 		uint64_t one = r->bytes * NS_PER_S / svc_ns;
 		/* rise quickly, never fall: the store's capability, not its load */

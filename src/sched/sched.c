@@ -319,6 +319,35 @@ struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns)
 	return s->ops->dispatch(s, now_ns);
 }
 
+/*
+ * A store kept full makes every request wait alike, so its time in flight
+ * holds the line it waited in, not what it needed: a 4 KiB write behind
+ * 1 MiB ones was billed a fifth of what each of them was, where alone it
+ * needs a twelfth, and a w100 tenant of them kept 0.05 of its solo rate
+ * beside a w400 one of 1 MiB writes (0.2 due). Where the store's cost
+ * model is given (sched_params.model_iops, as `fusesched calibrate`
+ * measures it), a read or write is billed what the model says it needs
+ * instead: its part of the store's time, 1 / iops plus its bytes past
+ * 4 KiB at the bandwidth, times max_inflight (each slot being that share
+ * of the store, the unit the time in flight is counted in). 0: no model
+ * for its kind; a dsync write costs a flush the model does not price
+ * (given it as a write, the simulator's dsync writers paid a ninth of
+ * their time). A store time known beforehand (sched_req.need_ns, the
+ * simulator's) comes first.
+ */
+uint64_t sched_req_need_ns(const struct sched *s, const struct sched_req *r)
+{
+	if (r->need_ns)
+		return r->need_ns;
+	int k = r->op == SCHED_OP_READ ? 0 : r->op == SCHED_OP_WRITE && !r->dsync ? 1 : -1;
+	if (k < 0 || !s->p.model_iops[k])
+		return 0;
+	uint64_t past = r->bytes > 4096 ? r->bytes - 4096 : 0;
+	uint64_t ns = 1000000000ull / s->p.model_iops[k] +
+		      (uint64_t)((unsigned __int128)past * 1000000000u / s->p.model_bytes_per_s[k]);
+	return ns * s->p.max_inflight;
+}
+
 uint64_t sched_req_finish(struct sched *s, struct sched_req *r, uint64_t now_ns)
 {
 	struct sched_queue *q = r->queue;

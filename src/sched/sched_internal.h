@@ -443,6 +443,9 @@ static inline struct sched_req *queue_head(struct sched_queue *q)
 void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r, uint64_t now_ns);
 /* The store gave r back: the counters. Returns r's store share in ns. */
 uint64_t sched_req_finish(struct sched *s, struct sched_req *r, uint64_t now_ns);
+/* The store time r needs where it is known beforehand (sched_req.need_ns,
+ * or the store's cost model), in store-share ns; 0: not known. */
+uint64_t sched_req_need_ns(const struct sched *s, const struct sched_req *r);
 /* After the policy's own learning from the completion, which needs the
  * state before it: what every policy learns from it (q's completion time,
  * wakers, the rate) and q's busy count. Returns true when q is no longer

@@ -425,6 +425,31 @@ START_TEST(matrix_known_store_time_keeps_queued_store_shares)
 }
 END_TEST
 
+/* Matrix seed 92: a w350 reader of 256 KiB at depth 64 beside a w221
+ * buffered writer of 1 MiB, on a store of one slot behind 16 dispatch
+ * slots. Every request after the first waits in the store's line, so its
+ * time in flight is never its own: a slot rate learned from times in
+ * flight came out a fraction of the store's, each request's store time at
+ * that rate fell below its bytes, and both were billed bytes, which the
+ * reads move 1.36 times faster per unit of store time (0.54 slots against
+ * 0.61 due, the writer +18%). The rate is learned from the store time a
+ * request needs where that is known, so the known times are what is
+ * billed. */
+START_TEST(matrix_known_store_time_is_billed_on_a_serial_store)
+{
+	struct sim_scenario sc;
+	static struct sim_matrix_outcome o;
+	sim_matrix_shape(92, &sc);
+	ck_assert_uint_eq(sc.dev.slots, 1);
+	sc.oracle_billing = true;
+	ck_assert_int_eq(sim_matrix_run(&sc, sim_params_bfq, &o), 0);
+	for (uint32_t i = 0; i < sc.ntenants; i++)
+		for (uint32_t w = 0; w < sc.nwindows; w++)
+			ck_assert_uint_eq(o.t[i].cls[w], SIM_CLASS_BACKLOGGED);
+	assert_every_share_holds(&sc, &o);
+}
+END_TEST
+
 /* The same shape with the store's cost model given to bfq, as `fusesched
  * calibrate` gives it on the real mount: each kind's 4 KiB requests a
  * second and bytes a second with every slot busy. The model is exact for
@@ -461,6 +486,7 @@ int main(void)
 	tcase_add_test(tc, matrix_deterministic);
 	tcase_add_test(tc, matrix_light_barrier_tenants_keep_their_weight);
 	tcase_add_test(tc, matrix_known_store_time_keeps_queued_store_shares);
+	tcase_add_test(tc, matrix_known_store_time_is_billed_on_a_serial_store);
 	tcase_add_test(tc, matrix_store_cost_model_keeps_queued_store_shares);
 	suite_add_tcase(s, tc);
 	TCase *shapes = tcase_create("shapes");
