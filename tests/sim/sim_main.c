@@ -554,6 +554,14 @@ static bool parse_override(const char *arg)
 				"(the fields of struct sched_params, e.g. budget_max_bytes)\n", arg);
 		return false;
 	}
+	/* sim_run gives the scheduler the scenario's own depth (every scenario
+	 * and shape sets one), so an override would be silently dropped. */
+	if (f->offset == offsetof(struct sched_params, max_inflight)) {
+		fprintf(stderr, "fusesched-sim: --set %s: each scenario and matrix shape sets its "
+				"own max_inflight (sim_scenario.max_inflight); it cannot be overridden\n",
+			arg);
+		return false;
+	}
 	uint64_t v;
 	if (!eq || !parse_u64(eq + 1, &v) || (f->kind == PARAM_BOOL && v > 1) ||
 	    (f->kind == PARAM_DOOR && v > SCHED_DOOR_LEARN) ||
