@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 struct pass {
-	bool write, random;
+	bool write, random, dsync;
 	uint32_t bytes, depth;
 	uint64_t until_ns;	/* 0: once over the file, in order (the fill) */
 	struct calibrate_measure *result;	/* NULL: the fill */
@@ -44,6 +44,8 @@ static void queue_one(struct io_uring *ring, int fd, struct pass *p, void *buf, 
 		io_uring_prep_write(sqe, fd, buf, p->bytes, off);
 	else
 		io_uring_prep_read(sqe, fd, buf, p->bytes, off);
+	if (p->dsync)
+		sqe->rw_flags = RWF_DSYNC;
 	io_uring_sqe_set_data64(sqe, slot);
 }
 
@@ -173,6 +175,10 @@ int calibrate_store(const char *dir, double seconds, struct calibrate_result *ou
 		  .result = &out->read_mb_per_s },
 		{ .random = true, .bytes = CALIBRATE_SMALL_BYTES, .depth = CALIBRATE_SMALL_DEPTH,
 		  .result = &out->read_iops },
+		{ .write = true, .dsync = true, .bytes = CALIBRATE_LARGE_BYTES,
+		  .depth = CALIBRATE_LARGE_DEPTH, .result = &out->dsync_mb_per_s },
+		{ .write = true, .dsync = true, .random = true, .bytes = CALIBRATE_SMALL_BYTES,
+		  .depth = CALIBRATE_SMALL_DEPTH, .result = &out->dsync_iops },
 	};
 	enum { NMEASURES = sizeof(measures) / sizeof(measures[0]) };
 	uint64_t rate[NMEASURES][CALIBRATE_ROUNDS];
@@ -214,7 +220,7 @@ static void print_measure(FILE *out, const char *what, const struct calibrate_me
 
 void calibrate_print(const char *dir, const struct calibrate_result *r, FILE *out)
 {
-	char what[4][96];
+	char what[6][96];
 	snprintf(what[0], sizeof(what[0]), "%u KiB random reads, %u at once", CALIBRATE_SMALL_BYTES >> 10,
 		 CALIBRATE_SMALL_DEPTH);
 	snprintf(what[1], sizeof(what[1]), "%u MiB sequential reads, %u at once",
@@ -223,14 +229,19 @@ void calibrate_print(const char *dir, const struct calibrate_result *r, FILE *ou
 		 CALIBRATE_SMALL_BYTES >> 10, CALIBRATE_SMALL_DEPTH);
 	snprintf(what[3], sizeof(what[3]), "%u MiB sequential writes, %u at once",
 		 CALIBRATE_LARGE_BYTES >> 20, CALIBRATE_LARGE_DEPTH);
-	const struct calibrate_measure *m[4] = { &r->read_iops, &r->read_mb_per_s, &r->write_iops,
-						 &r->write_mb_per_s };
+	snprintf(what[4], sizeof(what[4]), "%u KiB random dsync writes, %u at once",
+		 CALIBRATE_SMALL_BYTES >> 10, CALIBRATE_SMALL_DEPTH);
+	snprintf(what[5], sizeof(what[5]), "%u MiB sequential dsync writes, %u at once",
+		 CALIBRATE_LARGE_BYTES >> 20, CALIBRATE_LARGE_DEPTH);
+	const struct calibrate_measure *m[6] = { &r->read_iops,	 &r->read_mb_per_s,
+						 &r->write_iops, &r->write_mb_per_s,
+						 &r->dsync_iops, &r->dsync_mb_per_s };
 	fprintf(out, "; %s, measured by fusesched calibrate: %.1f s each in %u rounds, %s, a %u MiB scratch file.\n",
 		dir, r->seconds, CALIBRATE_ROUNDS,
 		r->direct ? "O_DIRECT" : "through the page cache (no O_DIRECT here: the reads may be the cache's)",
 		CALIBRATE_FILE_BYTES >> 20);
 	bool steady = true;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 6; i++) {
 		print_measure(out, what[i], m[i], i % 2 ? "MB/s" : "a second");
 		steady = steady && measure_steady(m[i]);
 	}
@@ -240,9 +251,11 @@ void calibrate_print(const char *dir, const struct calibrate_result *r, FILE *ou
 			CALIBRATE_STEADY_PCT - 100);
 	fprintf(out, "; For the [scheduler] section (the medians):\n"
 		     "read_cost = %llu %llu\n"
-		     "write_cost = %llu %llu\n",
+		     "write_cost = %llu %llu\n"
+		     "dsync_cost = %llu %llu\n",
 		(unsigned long long)r->read_iops.median, (unsigned long long)r->read_mb_per_s.median,
-		(unsigned long long)r->write_iops.median, (unsigned long long)r->write_mb_per_s.median);
+		(unsigned long long)r->write_iops.median, (unsigned long long)r->write_mb_per_s.median,
+		(unsigned long long)r->dsync_iops.median, (unsigned long long)r->dsync_mb_per_s.median);
 }
 
 int calibrate_run(int argc, char **argv)

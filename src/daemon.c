@@ -340,8 +340,12 @@ static void engine_params_from_config(const struct config *cfg, struct engine_pa
 	ep->sched.reserve_window_ns = (uint64_t)c->reserve_ms * 1000000u;
 	ep->sched.idle_enable = c->idle_mode != CONFIG_IDLE_OFF;
 	ep->sched.idle_fixed_ns = c->idle_mode == CONFIG_IDLE_FIXED ? (uint64_t)c->idle_us * 1000u : 0;
-	const struct config_cost *cost[2] = { &c->read_cost, &c->write_cost };
-	for (int k = 0; k < 2; k++) {
+	const struct config_cost *cost[SCHED_COST_KINDS] = {
+		[SCHED_COST_READ] = &c->read_cost,
+		[SCHED_COST_WRITE] = &c->write_cost,
+		[SCHED_COST_DSYNC] = &c->dsync_cost,
+	};
+	for (int k = 0; k < SCHED_COST_KINDS; k++) {
 		ep->sched.model_iops[k] = cost[k]->iops;
 		ep->sched.model_bytes_per_s[k] = cost[k]->iops ? (uint64_t)cost[k]->mb_per_s * 1000000u : 0;
 	}

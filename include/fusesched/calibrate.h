@@ -1,12 +1,13 @@
 /* fusesched calibrate DIR: the backing store's cost model, measured.
  *
  * The scheduler bills a read or write by its time in flight unless the
- * store's cost model is given ([scheduler] read_cost and write_cost, as
- * io.cost's linear model: 4 KiB random requests a second and MB/s of large
- * sequential ones, each with many requests at once). On a store kept full
+ * store's cost model is given ([scheduler] read_cost, write_cost and
+ * dsync_cost, as io.cost's linear model: 4 KiB random requests a second and
+ * MB/s of large sequential ones, each with many requests at once; dsync:
+ * writes that are on the device when they complete, RWF_DSYNC). On a store kept full
  * every request waits alike, so the time in flight holds the wait and small
  * requests beside large ones pay for it (docs/DESIGN.md section 9). This
- * measures the four numbers on a scratch file in DIR (unlinked at once,
+ * measures the six numbers on a scratch file in DIR (unlinked at once,
  * O_DIRECT where the filesystem takes it) through io_uring, each the median
  * of CALIBRATE_ROUNDS rounds taken in turn with the others', so that a
  * moment of noise (another process, a flush) moves one round, not the
@@ -38,9 +39,10 @@ struct calibrate_measure {
 
 struct calibrate_result {
 	bool direct;			/* O_DIRECT (else the page cache was measured too) */
-	double seconds;			/* each of the four measures, its rounds together */
+	double seconds;			/* each of the six measures, its rounds together */
 	struct calibrate_measure read_iops, read_mb_per_s;	/* requests a second, MB/s */
 	struct calibrate_measure write_iops, write_mb_per_s;
+	struct calibrate_measure dsync_iops, dsync_mb_per_s;
 };
 
 /* 0, or a negative errno with err naming what failed and where. */

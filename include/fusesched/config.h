@@ -8,7 +8,7 @@
  *
  *   [scheduler]  policy, max_inflight, learn_depth, work_conserving, idle,
  *                budget_timeout_ms, busy_poll_us, reserve_ms, default_weight,
- *                honor_cgroup_weights, read_cost, write_cost
+ *                honor_cgroup_weights, read_cost, write_cost, dsync_cost
  *   [tenants]    hierarchy, cache_ttl_ms, retire_idle_ms
  *   [control]    socket, group
  *   [metrics]    listen
@@ -77,8 +77,8 @@ struct config_group_rule {
 	unsigned line;		/* line of the section header, for messages */
 };
 
-/* [scheduler] read_cost / write_cost: the store's cost model for one kind
- * (sched_params.model_iops). iops 0: none. */
+/* [scheduler] read_cost / write_cost / dsync_cost: the store's cost model
+ * for one kind (sched_params.model_iops). iops 0: none. */
 struct config_cost {
 	uint32_t iops;		/* 4 KiB random requests a second, many at once */
 	uint32_t mb_per_s;	/* MB (10^6 bytes) a second of large sequential ones */
@@ -97,7 +97,7 @@ struct config_scheduler {
 	uint32_t reserve_ms;		/* slots kept for a tenant gone idle this long; 0: none */
 	uint32_t default_weight;
 	bool honor_cgroup_weights;
-	struct config_cost read_cost, write_cost;
+	struct config_cost read_cost, write_cost, dsync_cost;
 };
 
 struct config_tenants {

@@ -95,6 +95,13 @@ enum sched_door { SCHED_DOOR_OPEN, SCHED_DOOR_SHUT, SCHED_DOOR_LEARN };
 
 /* Every tunable. Defaults (sched_params_default) suit a daemon in front of a
  * fast parallel store where FUSE think times are tens of microseconds. */
+/* The kinds of request the store's cost model prices: reads, plain
+ * writes, and O_DSYNC writes (each a write and a flush of the device's
+ * cache). Barriers and other operations are billed by their time in
+ * flight: an fsync's cost is the dirty data it finds, which no rate
+ * of the store prices. */
+enum sched_cost_kind { SCHED_COST_READ, SCHED_COST_WRITE, SCHED_COST_DSYNC, SCHED_COST_KINDS };
+
 struct sched_params {
 	enum sched_policy policy;		/* SCHED_POLICY_BFQ */
 	uint32_t max_inflight;			/* 32: requests at the store at once */
@@ -131,14 +138,14 @@ struct sched_params {
 	uint64_t async_sync_window_ns;		/* 100 ms: ... if sync I/O arrived this recently */
 	uint64_t reserve_window_ns;		/* 1 s: slots kept for a shallow tenant gone idle; 0: none */
 	uint32_t reserve_max_pct;		/* 12: of max_inflight kept at most, for all of them */
-	/* The store's cost model, io.cost's linear one, [0] reads and [1]
-	 * writes (0: none, reads and writes are billed by their time in
+	/* The store's cost model, io.cost's linear one, per kind
+	 * (SCHED_COST_*; 0: none, that kind is billed by its time in
 	 * flight): a request needs 1 / model_iops of the store's time (a
 	 * 4 KiB random request among many), and its bytes past 4 KiB at
 	 * model_bytes_per_s more (a large sequential one). Each of the
 	 * max_inflight slots is that share of the store (bfq.c). */
-	uint32_t model_iops[2];
-	uint64_t model_bytes_per_s[2];
+	uint32_t model_iops[SCHED_COST_KINDS];
+	uint64_t model_bytes_per_s[SCHED_COST_KINDS];
 };
 
 /* A link of the scheduler's intrusive lists (src/sched/list.h); here only

@@ -548,6 +548,8 @@ static const struct key_desc keys[] = {
 	  CFG(scheduler.read_cost), 1, 100000000, NULL, "off", AT_RELOAD },
 	{ SEC_SCHEDULER, "write_cost", set_cost, print_cost,
 	  CFG(scheduler.write_cost), 1, 100000000, NULL, "off", AT_RELOAD },
+	{ SEC_SCHEDULER, "dsync_cost", set_cost, print_cost,
+	  CFG(scheduler.dsync_cost), 1, 100000000, NULL, "off", AT_RELOAD },
 
 	{ SEC_TENANTS, "hierarchy", set_enum, print_enum,
 	  CFG(tenants.hierarchy), 0, 0, hierarchy_names, "auto", AT_RELOAD },

@@ -475,17 +475,18 @@ static bool cost_text(char *out, size_t len, struct json_object *m, const char *
 
 static void print_table(FILE *out, struct json_object *m, const struct col *sort)
 {
-	char up_time[32], peak[32], cost[2][64];
+	char up_time[32], peak[32], cost[3][64];
 	human_uptime(up_time, sizeof(up_time), num(m, "uptime_s"));
 	human_bytes(peak, sizeof(peak), num(m, "peak_rate_bytes_per_s"));
 	bool model = cost_text(cost[0], sizeof(cost[0]), m, "read_cost", "read");
 	model |= cost_text(cost[1], sizeof(cost[1]), m, "write_cost", "write");
+	model |= cost_text(cost[2], sizeof(cost[2]), m, "dsync_cost", "dsync");
 	fprintf(out, "mount %s  backing %s  policy %s  in flight %" PRIu64 "/%" PRIu64
-		" (%" PRIu64 " kept)  kernel queue %" PRIu64 "  peak %s/s  uptime %s%s%s%s%s\n",
+		" (%" PRIu64 " kept)  kernel queue %" PRIu64 "  peak %s/s  uptime %s%s%s%s%s%s%s\n",
 		str(m, "mount"), str(m, "backing"), str(m, "policy"), u64(m, "inflight"),
 		u64(m, "max_inflight"), u64(m, "reserved_slots"), u64(m, "max_background"), peak,
 		up_time, model ? "\ncost model: " : "", model ? cost[0] : "", model ? ", " : "",
-		model ? cost[1] : "");
+		model ? cost[1] : "", model ? ", " : "", model ? cost[2] : "");
 	struct json_object *tenants = field(m, "tenants");
 	size_t n = json_object_array_length(tenants), cap = n ? n : 1;
 	struct json_object **rows = calloc(cap, sizeof(*rows));

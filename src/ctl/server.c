@@ -561,8 +561,12 @@ out:
 static void ctl_settings_json(struct json_object *o, const struct stats_settings *set)
 {
 	const struct sched_params *p = &set->sched;
-	static const char *const cost_keys[2] = { "read_cost", "write_cost" };
-	for (int k = 0; k < 2; k++) {
+	static const char *const cost_keys[SCHED_COST_KINDS] = {
+		[SCHED_COST_READ] = "read_cost",
+		[SCHED_COST_WRITE] = "write_cost",
+		[SCHED_COST_DSYNC] = "dsync_cost",
+	};
+	for (int k = 0; k < SCHED_COST_KINDS; k++) {
 		struct json_object *c = NULL;
 		if (p->model_iops[k]) {
 			c = json_object_new_object();

@@ -62,9 +62,13 @@ static bool weight_valid(uint32_t w)
 }
 
 /* Per kind, none or both: requests a second and bytes a second. */
-static bool cost_model_valid(const uint32_t iops[2], const uint64_t bytes_per_s[2])
+static bool cost_model_valid(const uint32_t iops[SCHED_COST_KINDS],
+			     const uint64_t bytes_per_s[SCHED_COST_KINDS])
 {
-	return !iops[0] == !bytes_per_s[0] && !iops[1] == !bytes_per_s[1];
+	for (int k = 0; k < SCHED_COST_KINDS; k++)
+		if (!iops[k] != !bytes_per_s[k])
+			return false;
+	return true;
 }
 
 static int params_check(const struct sched_params *p)
@@ -95,7 +99,7 @@ int sched_reload(struct sched *s, const struct sched_params *p)
 	next.reserve_window_ns = p->reserve_window_ns;
 	next.idle_enable = p->idle_enable;
 	next.idle_fixed_ns = p->idle_fixed_ns;
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < SCHED_COST_KINDS; k++) {
 		next.model_iops[k] = p->model_iops[k];
 		next.model_bytes_per_s[k] = p->model_bytes_per_s[k];
 	}
@@ -329,17 +333,20 @@ struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns)
  * measures it), a read or write is billed what the model says it needs
  * instead: its part of the store's time, 1 / iops plus its bytes past
  * 4 KiB at the bandwidth, times max_inflight (each slot being that share
- * of the store, the unit the time in flight is counted in). 0: no model
- * for its kind; a dsync write costs a flush the model does not price
- * (given it as a write, the simulator's dsync writers paid a ninth of
- * their time). A store time known beforehand (sched_req.need_ns, the
- * simulator's) comes first.
+ * of the store, the unit the time in flight is counted in). A dsync
+ * write has its own kind: it costs a flush of the device's cache besides
+ * the write (priced as a plain write, the simulator's dsync writers paid
+ * a ninth of their time). 0: no model for its kind. A store time known
+ * beforehand (sched_req.need_ns, the simulator's) comes first.
  */
 uint64_t sched_req_need_ns(const struct sched *s, const struct sched_req *r)
 {
 	if (r->need_ns)
 		return r->need_ns;
-	int k = r->op == SCHED_OP_READ ? 0 : r->op == SCHED_OP_WRITE && !r->dsync ? 1 : -1;
+	int k = r->op == SCHED_OP_READ	  ? SCHED_COST_READ
+		: r->op != SCHED_OP_WRITE ? -1
+		: r->dsync		  ? SCHED_COST_DSYNC
+					  : SCHED_COST_WRITE;
 	if (k < 0 || !s->p.model_iops[k])
 		return 0;
 	uint64_t past = r->bytes > 4096 ? r->bytes - 4096 : 0;

@@ -38,9 +38,9 @@ START_TEST(measures_and_prints_what_the_config_takes)
 	struct calibrate_result r;
 	char err[512] = "";
 	ck_assert_msg(calibrate_store(dir, 0.2, &r, err, sizeof(err)) == 0, "%s", err);
-	const struct calibrate_measure *m[] = { &r.read_iops, &r.read_mb_per_s, &r.write_iops,
-						&r.write_mb_per_s };
-	for (int i = 0; i < 4; i++) {
+	const struct calibrate_measure *m[] = { &r.read_iops,  &r.read_mb_per_s, &r.write_iops,
+						&r.write_mb_per_s, &r.dsync_iops,   &r.dsync_mb_per_s };
+	for (int i = 0; i < 6; i++) {
 		ck_assert_uint_gt(m[i]->median, 1);
 		ck_assert_uint_le(m[i]->low, m[i]->median);
 		ck_assert_uint_le(m[i]->median, m[i]->high);
@@ -61,6 +61,8 @@ START_TEST(measures_and_prints_what_the_config_takes)
 	ck_assert_uint_eq(cfg->scheduler.read_cost.mb_per_s, r.read_mb_per_s.median);
 	ck_assert_uint_eq(cfg->scheduler.write_cost.iops, r.write_iops.median);
 	ck_assert_uint_eq(cfg->scheduler.write_cost.mb_per_s, r.write_mb_per_s.median);
+	ck_assert_uint_eq(cfg->scheduler.dsync_cost.iops, r.dsync_iops.median);
+	ck_assert_uint_eq(cfg->scheduler.dsync_cost.mb_per_s, r.dsync_mb_per_s.median);
 	config_free(cfg);
 }
 END_TEST
@@ -84,9 +86,12 @@ START_TEST(the_medians_are_printed_and_unsteady_rounds_named)
 		.direct = true, .seconds = 2,
 		.read_iops = { 50000, 48000, 52000 }, .read_mb_per_s = { 3300, 3200, 3400 },
 		.write_iops = { 40000, 39000, 41000 }, .write_mb_per_s = { 3100, 3000, 3200 },
+		.dsync_iops = { 9000, 8800, 9100 }, .dsync_mb_per_s = { 1500, 1400, 1600 },
 	};
 	char *text = printed(&r);
-	ck_assert_msg(strstr(text, "read_cost = 50000 3300\nwrite_cost = 40000 3100\n"), "%s", text);
+	ck_assert_msg(strstr(text, "read_cost = 50000 3300\nwrite_cost = 40000 3100\n"
+				   "dsync_cost = 9000 1500\n"),
+		      "%s", text);
 	ck_assert_msg(strstr(text, "(rounds 48000-52000)"), "%s", text);
 	ck_assert_msg(!strstr(text, "Measure again"), "%s", text);
 	free(text);

@@ -59,6 +59,7 @@ START_TEST(empty_file_gives_defaults)
 	ck_assert(cfg->scheduler.honor_cgroup_weights);
 	ck_assert_uint_eq(cfg->scheduler.read_cost.iops, 0);
 	ck_assert_uint_eq(cfg->scheduler.write_cost.iops, 0);
+	ck_assert_uint_eq(cfg->scheduler.dsync_cost.iops, 0);
 	ck_assert_int_eq(cfg->tenants.hierarchy, CONFIG_HIERARCHY_AUTO);
 	ck_assert_uint_eq(cfg->tenants.cache_ttl_ms, 1000);
 	ck_assert_uint_eq(cfg->tenants.retire_idle_ms, 60000);
@@ -93,6 +94,7 @@ START_TEST(full_file_sets_every_key)
 		"honor_cgroup_weights = no\n"
 		"read_cost = 53330 3337\n"
 		"write_cost = 41188 3151\n"
+		"dsync_cost = 9120 640\n"
 		"\n"
 		"[tenants]\n"
 		"hierarchy = blkio\n"
@@ -126,6 +128,8 @@ START_TEST(full_file_sets_every_key)
 	ck_assert_uint_eq(cfg->scheduler.read_cost.mb_per_s, 3337);
 	ck_assert_uint_eq(cfg->scheduler.write_cost.iops, 41188);
 	ck_assert_uint_eq(cfg->scheduler.write_cost.mb_per_s, 3151);
+	ck_assert_uint_eq(cfg->scheduler.dsync_cost.iops, 9120);
+	ck_assert_uint_eq(cfg->scheduler.dsync_cost.mb_per_s, 640);
 	ck_assert(!cfg->scheduler.honor_cgroup_weights);
 	ck_assert_int_eq(cfg->tenants.hierarchy, CONFIG_HIERARCHY_BLKIO);
 	ck_assert_uint_eq(cfg->tenants.cache_ttl_ms, 0);
@@ -135,7 +139,7 @@ START_TEST(full_file_sets_every_key)
 	ck_assert_uint_eq(cfg->group_count, 3);
 	ck_assert_str_eq(cfg->groups[0].pattern, "/tenants/gold");
 	ck_assert_uint_eq(cfg->groups[0].weight, 800);
-	ck_assert_uint_eq(cfg->groups[0].line, 23);
+	ck_assert_uint_eq(cfg->groups[0].line, 24);
 	ck_assert_str_eq(cfg->groups[1].pattern, "/system.slice/docker-*.scope");
 	ck_assert_uint_eq(cfg->groups[1].weight, 200);
 	ck_assert_str_eq(cfg->groups[2].pattern, "/odd/[ab]]/\"q\\");

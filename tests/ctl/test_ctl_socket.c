@@ -559,7 +559,7 @@ static const struct {
 	{"mount", json_type_string}, {"backing", json_type_string}, {"config", json_type_null},
 	{"socket", json_type_string}, {"socket_group", json_type_null},
 	{"metrics_listen", json_type_null}, {"policy", json_type_string},
-	{"read_cost", json_type_null}, {"write_cost", json_type_null},
+	{"read_cost", json_type_null}, {"write_cost", json_type_null}, {"dsync_cost", json_type_null},
 	{"learn_depth", json_type_boolean}, {"work_conserving", json_type_string},
 	{"idle", json_type_string}, {"idle_fixed_us", json_type_null},
 	{"budget_timeout_ms", json_type_int}, {"busy_poll_us", json_type_int},

@@ -591,16 +591,20 @@ START_TEST(stat_names_the_cost_model_in_use)
 	int status;
 	char *out = ctl_test_capture(&status, "%s stat '%s' 2>&1", FUSESCHED_BIN, m.mnt);
 	ck_assert_int_eq(status, 0);
-	ck_assert_msg(strstr(out, "\ncost model: read 50000/s 3000 MB/s, write off\n"), "%s", out);
+	ck_assert_msg(strstr(out, "\ncost model: read 50000/s 3000 MB/s, write off, dsync off\n"), "%s",
+		      out);
 	free(out);
 
-	write_config(300, 100, "[scheduler]\nwrite_cost = 40000 2500\n");
+	write_config(300, 100, "[scheduler]\nwrite_cost = 40000 2500\ndsync_cost = 9000 700\n");
 	out = ctl_test_capture(&status, "%s reload '%s' 2>&1", FUSESCHED_BIN, m.mnt);
 	ck_assert_msg(status == 0 && !strstr(out, "next mount"), "reload: %s", out);
 	free(out);
 	CTL_TEST_POLL((cost_in_stat(m.mnt, "write_cost", &iops, &mb), iops == 40000));
 	ck_assert_int_eq(iops, 40000);
 	ck_assert_int_eq(mb, 2500);
+	cost_in_stat(m.mnt, "dsync_cost", &iops, &mb);
+	ck_assert_int_eq(iops, 9000);
+	ck_assert_int_eq(mb, 700);
 	cost_in_stat(m.mnt, "read_cost", &iops, &mb);
 	ck_assert_int_eq(iops, -1);
 	test_mount_require_clean_exit(test_mount_stop(&m));

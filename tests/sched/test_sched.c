@@ -86,8 +86,8 @@ START_TEST(params_validated)
 END_TEST
 
 /* With the store's cost model a plain write is billed the model's price
- * whatever its time in flight; a dsync write, which the model does not
- * price, its time in flight. The two are alike but for O_DSYNC and take
+ * whatever its time in flight; a dsync write, with no dsync model given,
+ * its time in flight. The two are alike but for O_DSYNC and take
  * the same 10 us: the model's write must cost far more (1 ms x 32 slots
  * against 10 us), and the dsync one must not. */
 START_TEST(cost_model_prices_plain_writes_not_dsync_ones)
@@ -121,6 +121,47 @@ START_TEST(cost_model_prices_plain_writes_not_dsync_ones)
 	ck_assert_msg(sa.charged_bytes > 100 * sb.charged_bytes,
 		      "plain write charged %lu, dsync write %lu", (unsigned long)sa.charged_bytes,
 		      (unsigned long)sb.charged_bytes);
+	sched_free(s);
+}
+END_TEST
+
+/* A dsync write is priced by the dsync model, not the plain one: the same
+ * two tenants as above, with only the dsync kind priced, come out the
+ * other way round. */
+START_TEST(cost_model_prices_dsync_writes_by_their_own_kind)
+{
+	struct sched_params p;
+	struct sched *s;
+	sched_params_default(&p);
+	p.model_iops[SCHED_COST_DSYNC] = 1000;		/* a 4 KiB dsync write: 1 ms of the store */
+	p.model_bytes_per_s[SCHED_COST_DSYNC] = 1000000000ull;
+	ck_assert_int_eq(sched_new(&p, &s), 0);
+	struct sched_queue *plain = queue(s, 1, 100), *dsync = queue(s, 2, 100);
+	struct sched_req a, b, *r;
+	uint64_t now = 1000 * US;
+	for (int round = 0; round < 4; round++, now += 100 * US) {
+		req_init(&a, plain, SCHED_OP_WRITE, 4096);
+		req_init(&b, dsync, SCHED_OP_WRITE, 4096);
+		a.sync = b.sync = b.dsync = true;
+		sched_enqueue(s, &a, now);
+		sched_enqueue(s, &b, now);
+		int n = 0;
+		while ((r = sched_dispatch(s, now)))
+			n++;
+		ck_assert_int_eq(n, 2);
+		sched_complete(s, &a, now + 10 * US);
+		sched_complete(s, &b, now + 10 * US);
+	}
+	struct sched_queue_stats sa, sb;
+	sched_queue_stats(plain, &sa);
+	sched_queue_stats(dsync, &sb);
+	ck_assert_uint_eq(sa.served_bytes, sb.served_bytes);
+	ck_assert_msg(sb.charged_bytes > 100 * sa.charged_bytes,
+		      "dsync write charged %lu, plain write %lu", (unsigned long)sb.charged_bytes,
+		      (unsigned long)sa.charged_bytes);
+	/* one number of the kind without the other is refused */
+	p.model_bytes_per_s[SCHED_COST_DSYNC] = 0;
+	ck_assert_int_eq(sched_reload(s, &p), -EINVAL);
 	sched_free(s);
 }
 END_TEST
@@ -2105,6 +2146,7 @@ int main(void)
 	tcase_add_test(tc, params_validated);
 	tcase_add_test(tc, unknown_policy_rejected);
 	tcase_add_test(tc, cost_model_prices_plain_writes_not_dsync_ones);
+	tcase_add_test(tc, cost_model_prices_dsync_writes_by_their_own_kind);
 	tcase_add_test(tc, cost_model_set_live);
 	tcase_add_test(tc, reload_changes_idling_and_keeps_the_rest);
 	tcase_add_test(tc, reload_lowers_max_inflight);

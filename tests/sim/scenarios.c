@@ -26,8 +26,12 @@ void sim_device_fast(struct sim_device *d, uint32_t slots)
 
 void sim_device_cost_model(const struct sim_device *d, struct sched_params *p)
 {
-	static const enum sim_cost kinds[2] = { SIM_COST_READ, SIM_COST_WRITE };
-	for (int k = 0; k < 2; k++) {
+	static const enum sim_cost kinds[SCHED_COST_KINDS] = {
+		[SCHED_COST_READ] = SIM_COST_READ,
+		[SCHED_COST_WRITE] = SIM_COST_WRITE,
+		[SCHED_COST_DSYNC] = SIM_COST_DSYNC_WRITE,
+	};
+	for (int k = 0; k < SCHED_COST_KINDS; k++) {
 		uint64_t ps = d->ps_per_byte[kinds[k]];
 		if (!ps) {	/* no bandwidth to give: no model for the kind */
 			p->model_iops[k] = 0;

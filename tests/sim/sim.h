@@ -38,10 +38,10 @@ struct sim_device {
  * requests cost the host nothing, so what one tenant is not given, another
  * can use: the real mount's situation when the store is faster than FUSE. */
 /* The store's cost model bfq is given where the daemon is given
- * `read_cost` and `write_cost` (sched_params.model_iops): the simulated
- * store's own reads and (plain) writes, 4 KiB requests a second and bytes
- * a second with every slot busy. Dsync writes and barriers cost more than
- * the model says, as on a real store. */
+ * `read_cost`, `write_cost` and `dsync_cost` (sched_params.model_iops):
+ * the simulated store's own reads, plain writes and dsync writes, 4 KiB
+ * requests a second and bytes a second with every slot busy. Barriers are
+ * not priced, as in the daemon. */
 void sim_device_cost_model(const struct sim_device *d, struct sched_params *p);
 
 struct sim_host {
