@@ -44,8 +44,6 @@ static void queue_one(struct io_uring *ring, int fd, struct pass *p, void *buf, 
 		io_uring_prep_write(sqe, fd, buf, p->bytes, off);
 	else
 		io_uring_prep_read(sqe, fd, buf, p->bytes, off);
-	if (p->dsync)
-		sqe->rw_flags = RWF_DSYNC;
 	io_uring_sqe_set_data64(sqe, slot);
 }
 
@@ -110,7 +108,10 @@ static struct calibrate_measure measure_of(const uint64_t *rounds)
 					   .high = sorted[CALIBRATE_ROUNDS - 1] };
 }
 
-static int open_scratch(const char *dir, bool *direct, char *err, size_t err_len)
+/* The scratch file, and in *dsync_fd a second descriptor of it opened with
+ * O_DSYNC: through a FUSE mount a write's own RWF_DSYNC does not reach the
+ * daemon, which bills as dsync the writes of a file opened so. */
+static int open_scratch(const char *dir, bool *direct, int *dsync_fd, char *err, size_t err_len)
 {
 	char path[4096];
 	int n = snprintf(path, sizeof(path), "%s/.fusesched-calibrate.%ld", dir, (long)getpid());
@@ -129,7 +130,15 @@ static int open_scratch(const char *dir, bool *direct, char *err, size_t err_len
 		snprintf(err, err_len, "creating a scratch file in %s: %s", dir, strerror(e));
 		return -e;
 	}
+	*dsync_fd = open(path, O_RDWR | O_DSYNC | O_CLOEXEC | (*direct ? O_DIRECT : 0));
+	int e = errno;
 	(void)unlink(path);	/* nothing is left behind, whatever happens next */
+	if (*dsync_fd < 0) {
+		snprintf(err, err_len, "opening the scratch file in %s with O_DSYNC: %s", dir,
+			 strerror(e));
+		close(fd);
+		return -e;
+	}
 	return fd;
 }
 
@@ -138,7 +147,8 @@ int calibrate_store(const char *dir, double seconds, struct calibrate_result *ou
 {
 	memset(out, 0, sizeof(*out));
 	out->seconds = seconds;
-	int fd = open_scratch(dir, &out->direct, err, err_len);
+	int dsync_fd = -1;
+	int fd = open_scratch(dir, &out->direct, &dsync_fd, err, err_len);
 	if (fd < 0)
 		return fd;
 	const uint32_t nbufs = CALIBRATE_SMALL_DEPTH;
@@ -148,6 +158,7 @@ int calibrate_store(const char *dir, double seconds, struct calibrate_result *ou
 	if (rc < 0) {
 		snprintf(err, err_len, "io_uring: %s", strerror(-rc));
 		close(fd);
+		close(dsync_fd);
 		return rc;
 	}
 	for (uint32_t i = 0; i < nbufs && !rc; i++) {
@@ -190,7 +201,7 @@ int calibrate_store(const char *dir, double seconds, struct calibrate_result *ou
 			p.rng = 0x9e3779b97f4a7c15ull + round * NMEASURES + i;
 			uint64_t start = clock_now_ns();
 			p.until_ns = start + round_ns;
-			rc = run_pass(&ring, fd, bufs, &p, dir, err, err_len);
+			rc = run_pass(&ring, p.dsync ? dsync_fd : fd, bufs, &p, dir, err, err_len);
 			uint64_t took = clock_now_ns() - start;
 			double units = p.random ? (double)p.ops : (double)p.moved / 1e6;
 			double per_s = units * 1e9 / (double)(took ? took : 1);
@@ -203,6 +214,7 @@ int calibrate_store(const char *dir, double seconds, struct calibrate_result *ou
 	for (uint32_t i = 0; i < nbufs; i++)
 		free(bufs[i]);
 	close(fd);
+	close(dsync_fd);
 	return rc;
 }
 

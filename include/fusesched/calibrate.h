@@ -4,7 +4,8 @@
  * store's cost model is given ([scheduler] read_cost, write_cost and
  * dsync_cost, as io.cost's linear model: 4 KiB random requests a second and
  * MB/s of large sequential ones, each with many requests at once; dsync:
- * writes that are on the device when they complete, RWF_DSYNC). On a store kept full
+ * writes of a descriptor opened with O_DSYNC, on the device when they
+ * complete). On a store kept full
  * every request waits alike, so the time in flight holds the wait and small
  * requests beside large ones pay for it (docs/DESIGN.md section 9). This
  * measures the six numbers on a scratch file in DIR (unlinked at once,
