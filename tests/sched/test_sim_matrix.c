@@ -410,11 +410,15 @@ static void assert_every_share_holds(const struct sim_scenario *sc, const struct
  * 1.17). Billed the store time each request needs (the simulator's own,
  * sched_req.need_ns), every share holds in every window: what fails there
  * is the measure of store time, not the scheduling on it. */
-START_TEST(matrix_known_store_time_keeps_queued_store_shares)
+/* Matrix shape seed on a store of slots slots (fewer than its dispatch
+ * slots), billed the store time each request needs: every tenant is
+ * backlogged and every share holds. */
+static void assert_known_store_time_keeps_shares(uint64_t seed, uint32_t slots)
 {
 	struct sim_scenario sc;
 	static struct sim_matrix_outcome o;
-	sim_matrix_shape(12, &sc);
+	sim_matrix_shape(seed, &sc);
+	ck_assert_uint_eq(sc.dev.slots, slots);
 	ck_assert_uint_lt(sc.dev.slots, sc.max_inflight);
 	sc.oracle_billing = true;
 	ck_assert_int_eq(sim_matrix_run(&sc, sim_params_bfq, &o), 0);
@@ -422,6 +426,11 @@ START_TEST(matrix_known_store_time_keeps_queued_store_shares)
 		for (uint32_t w = 0; w < sc.nwindows; w++)
 			ck_assert_uint_eq(o.t[i].cls[w], SIM_CLASS_BACKLOGGED);
 	assert_every_share_holds(&sc, &o);
+}
+
+START_TEST(matrix_known_store_time_keeps_queued_store_shares)
+{
+	assert_known_store_time_keeps_shares(12, 4);
 }
 END_TEST
 
@@ -437,16 +446,7 @@ END_TEST
  * billed. */
 START_TEST(matrix_known_store_time_is_billed_on_a_serial_store)
 {
-	struct sim_scenario sc;
-	static struct sim_matrix_outcome o;
-	sim_matrix_shape(92, &sc);
-	ck_assert_uint_eq(sc.dev.slots, 1);
-	sc.oracle_billing = true;
-	ck_assert_int_eq(sim_matrix_run(&sc, sim_params_bfq, &o), 0);
-	for (uint32_t i = 0; i < sc.ntenants; i++)
-		for (uint32_t w = 0; w < sc.nwindows; w++)
-			ck_assert_uint_eq(o.t[i].cls[w], SIM_CLASS_BACKLOGGED);
-	assert_every_share_holds(&sc, &o);
+	assert_known_store_time_keeps_shares(92, 1);
 }
 END_TEST
 
