@@ -93,8 +93,6 @@ enum sched_inject {
  * moved clearly less with it open (LEARN, door.c). */
 enum sched_door { SCHED_DOOR_OPEN, SCHED_DOOR_SHUT, SCHED_DOOR_LEARN };
 
-/* Every tunable. Defaults (sched_params_default) suit a daemon in front of a
- * fast parallel store where FUSE think times are tens of microseconds. */
 /* The kinds of request the store's cost model prices: reads, plain
  * writes, and O_DSYNC writes (each a write and a flush of the device's
  * cache). Barriers and other operations are billed by their time in
@@ -102,6 +100,8 @@ enum sched_door { SCHED_DOOR_OPEN, SCHED_DOOR_SHUT, SCHED_DOOR_LEARN };
  * of the store prices. */
 enum sched_cost_kind { SCHED_COST_READ, SCHED_COST_WRITE, SCHED_COST_DSYNC, SCHED_COST_KINDS };
 
+/* Every tunable. Defaults (sched_params_default) suit a daemon in front of a
+ * fast parallel store where FUSE think times are tens of microseconds. */
 struct sched_params {
 	enum sched_policy policy;		/* SCHED_POLICY_BFQ */
 	uint32_t max_inflight;			/* 32: requests at the store at once */

@@ -232,7 +232,11 @@ uint32_t sched_depth_now(struct sched *s, uint64_t now_ns)
 /* ---- the store's rate and parallelism ---- */
 
 /* The slot rate (one request's bytes per second) converts store time into
- * bytes for requests charged by time; the peak rate sizes the largest budget
+ * bytes for requests charged by time, from each request's known need where
+ * there is one (the cost model's price, the simulator's time), so that it
+ * is in the need's terms, and from its time in flight otherwise (on a store
+ * kept full never unqueued: a rate a fraction of the store's, under which
+ * every request's time fell below its bytes); the peak rate sizes the largest budget
  * to what the store moves in budget_timeout_ns. The parallelism is how many
  * requests the store serves at once: by Little's law, the store time its
  * completions needed (their least times in flight) per unit of time, at its
