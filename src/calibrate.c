@@ -109,8 +109,7 @@ static struct calibrate_measure measure_of(const uint64_t *rounds)
 }
 
 /* The scratch file, and in *dsync_fd a second descriptor of it opened with
- * O_DSYNC: through a FUSE mount a write's own RWF_DSYNC does not reach the
- * daemon, which bills as dsync the writes of a file opened so. */
+ * O_DSYNC: how most programs that want dsync writes ask for them. */
 static int open_scratch(const char *dir, bool *direct, int *dsync_fd, char *err, size_t err_len)
 {
 	char path[4096];

@@ -67,6 +67,14 @@ struct datapath_req {
 	 */
 	bool write_piped;
 	int write_pipe_fd;
+	/*
+	 * WRITE: RWF_DSYNC or RWF_SYNC where this write must be on the device
+	 * before it is answered though its file was not opened so: the
+	 * caller's pwritev2 or io_uring flag, which the kernel passes in the
+	 * write's flags as O_DSYNC or O_SYNC (for a direct_io file nothing
+	 * else makes it durable: the kernel sends no fsync after it). 0: none.
+	 */
+	int write_rwf;
 	int fallocate_mode;
 	/* COPY_RANGE: destination and flags. */
 	struct datapath_file *file_out;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #if __has_include(<valgrind/valgrind.h>)
@@ -99,6 +100,7 @@ struct engine_req {
 	/* A held write (see engine_submit): the payload stays in the worker's buffer (or pipe). */
 	const void *held_data;
 	int payload_pipe_fd;       /* a write whose payload waits in its worker's pipe; -1: none */
+	int write_rwf;             /* RWF_DSYNC, RWF_SYNC: durable before answered (datapath_req) */
 	sem_t *held_go;            /* posted by the reactor at dispatch */
 	int held_res;              /* -ENOMEM: the reactor refused it, the worker finishes it */
 	bool scheduled;            /* enqueued: the scheduler holds it until the reactor releases it */
@@ -456,7 +458,9 @@ static int transfer_in_worker(struct engine_req *er, void *buf)
 		size_t left = er->size_bytes - er->done_bytes;
 		char *at = (char *)buf + er->done_bytes;
 		off_t off = (off_t)(er->offset_bytes + er->done_bytes);
-		ssize_t n = write ? pwrite(er->file->fd, at, left, off) : pread(er->file->fd, at, left, off);
+		struct iovec iov = { .iov_base = at, .iov_len = left };
+		ssize_t n = write ? pwritev2(er->file->fd, &iov, 1, off, er->write_rwf)
+				  : pread(er->file->fd, at, left, off);
 		if (n > 0) {
 			er->done_bytes += (uint64_t)n;
 			if (er->file->direct && (size_t)n < left)
@@ -501,6 +505,9 @@ static int splice_in_worker(struct engine_req *er)
 			return n < 0 ? -errno : -EIO;
 		}
 	}
+	/* splice takes no RWF flags: the file's data is made durable after */
+	if (er->write_rwf && (er->write_rwf & RWF_SYNC ? fsync(er->file->fd) : fdatasync(er->file->fd)) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -631,6 +638,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	if (r->op == DATAPATH_WRITE && r->write_owned)
 		er->buf = (void *)r->write_data;
 	er->payload_pipe_fd = r->op == DATAPATH_WRITE && r->write_piped ? r->write_pipe_fd : -1;
+	er->write_rwf = r->op == DATAPATH_WRITE ? r->write_rwf : 0;
 	er->req = r->req;
 	er->op = r->op;
 	er->file = r->file;
@@ -649,8 +657,9 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->sched.op = sched_op_of(r->op);
 	/* A fallocate's length is not bytes moved: it would inflate the learned rate. */
 	er->sched.bytes = r->op == DATAPATH_FALLOCATE ? 0 : er->size_bytes;
-	er->sched.sync = r->op != DATAPATH_WRITE || r->file->sync_writes || r->file->direct;
-	er->sched.dsync = r->op == DATAPATH_WRITE && r->file->sync_writes;
+	/* (a META request has no file) */
+	er->sched.dsync = r->op == DATAPATH_WRITE && (r->file->sync_writes || er->write_rwf);
+	er->sched.sync = r->op != DATAPATH_WRITE || er->sched.dsync || r->file->direct;
 	if (r->op == DATAPATH_META) {
 		if (er->tenant < e->max_tenants)
 			atomic_fetch_add(&e->per_tenant[er->tenant].meta_handed, 1);
@@ -977,6 +986,7 @@ static void issue(struct engine *e, struct engine_req *er)
 			io_uring_prep_write_fixed(sqe, er->file->fd, buf, left, off, 0);
 		else
 			io_uring_prep_write(sqe, er->file->fd, buf, left, off);
+		sqe->rw_flags = er->write_rwf;
 		break;
 	case DATAPATH_FSYNC:
 		io_uring_prep_fsync(sqe, er->file->fd, 0);

@@ -393,6 +393,10 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 		.write_owned = owned != NULL,
 		.write_piped = piped >= 0,
 		.write_pipe_fd = piped,
+		/* O_SYNC includes the O_DSYNC bit */
+		.write_rwf = (fi->flags & O_SYNC) == O_SYNC ? RWF_SYNC
+			     : fi->flags & O_DSYNC	 ? RWF_DSYNC
+							 : 0,
 	};
 	submit(req, &r);
 }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,6 +134,10 @@ static int64_t report_kernel_waiting(void *arg)
 	return atomic_load(&kernel_waiting);
 }
 
+/* Where set, the scheduler's cost model prices dsync writes at this many a
+ * second (and nothing else). */
+static uint32_t dsync_model_iops;
+
 static void engine_up_sized(bool solo, uint32_t max_held_writes, bool kernel_queue_sized)
 {
 	forget_answers();
@@ -146,6 +151,10 @@ static void engine_up_sized(bool solo, uint32_t max_held_writes, bool kernel_que
 	p.reply = record_answer;
 	p.solo_requests = solo;
 	p.max_held_writes = max_held_writes;
+	if (dsync_model_iops) {
+		p.sched.model_iops[SCHED_COST_DSYNC] = dsync_model_iops;
+		p.sched.model_bytes_per_s[SCHED_COST_DSYNC] = 1000000000ull;
+	}
 	ck_assert_msg(engine_new(&p, tenants, stats, &engine, err, sizeof(err)) == 0, "%s", err);
 	atomic_store(&kernel_limit, 0);
 	if (kernel_queue_sized)
@@ -259,6 +268,55 @@ START_TEST(solo_requests_run_in_the_submitter)
 		served = tenant_stats(&f).sched.served_ops;
 	}
 	ck_assert_uint_gt(served, 0);
+	close_file(&f);
+	engine_down();
+}
+END_TEST
+
+/* The scheduler's charge for f's tenant once it has seen served requests. */
+static uint64_t charged_once_served(const struct datapath_file *f, uint64_t served)
+{
+	struct stats_tenant_snapshot st = tenant_stats(f);
+	for (int waited_ms = 0; st.sched.served_ops < served && waited_ms < ANSWER_WAIT_MS;
+	     waited_ms += 10) {
+		usleep(10000);
+		st = tenant_stats(f);
+	}
+	ck_assert_uint_ge(st.sched.served_ops, served);
+	return st.sched.charged_bytes;
+}
+
+/*
+ * A write the caller asked to be durable by itself (pwritev2 or io_uring
+ * with RWF_DSYNC, which the kernel passes in the write's flags) on a file
+ * not opened O_DSYNC is one: billed as a dsync write (here the only kind
+ * priced, at a second of the store each), and its data written.
+ */
+START_TEST(a_write_asked_durable_is_a_dsync_write)
+{
+	dsync_model_iops = 1;
+	engine_up(false, 16);
+	dsync_model_iops = 0;
+	struct datapath_file f;
+	open_file("rwf", O_RDWR, &f);
+	unsigned char data[4096], back[4096];
+	fill(data, sizeof(data), 7);
+	ck_assert_int_eq(wait_answer(submit(&f, DATAPATH_WRITE, 0, sizeof(data), data)).err, 0);
+	uint64_t plain = charged_once_served(&f, 1);
+	fill(data, sizeof(data), 8);
+	fuse_req_t token = new_token();
+	const struct datapath_req r = {.req = token, .op = DATAPATH_WRITE, .file = &f,
+				       .offset_bytes = 4096, .size_bytes = sizeof(data),
+				       .write_data = data, .pid = getpid(), .write_rwf = RWF_DSYNC};
+	dp->submit(dp, &r);
+	struct answer a = wait_answer(token);
+	ck_assert_int_eq(a.err, 0);
+	ck_assert_int_eq(a.bytes, sizeof(data));
+	uint64_t both = charged_once_served(&f, 2);
+	ck_assert_msg(both - plain > 100 * plain, "plain write charged %lu, durable one %lu",
+		      (unsigned long)plain, (unsigned long)(both - plain));
+	ck_assert_int_eq(pread(f.fd, back, sizeof(back), 4096), (ssize_t)sizeof(back));
+	ck_assert_int_eq(memcmp(back, data, sizeof(data)), 0);
 	close_file(&f);
 	engine_down();
 }
@@ -740,6 +798,7 @@ static Suite *engine_unit_suite(void)
 	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, solo_requests_run_in_the_submitter);
+	tcase_add_test(tc, a_write_asked_durable_is_a_dsync_write);
 	tcase_add_test(tc, held_writes_and_ring_reads);
 	tcase_add_test(tc, copied_writes_and_ring_reads);
 	tcase_add_test(tc, owned_payloads_held_and_through_the_ring);
