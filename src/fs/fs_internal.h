@@ -46,6 +46,7 @@ struct fs_file {
 	struct fs_handle handle;
 	struct datapath_file data;
 	fuse_ino_t node_id;      /* its descriptor is held (inode_table_fd_hold) while open */
+	uint8_t open_durability; /* what its backing descriptor makes of every write (durability()) */
 	/* fs.privs_epoch + 1 when a write last left it without setuid/setgid; 0: never. */
 	atomic_uint_fast64_t privs_checked;
 };

@@ -52,6 +52,13 @@ static void drop_privs_of_file(struct fs *fs, struct fs_file *f)
 		atomic_store_explicit(&f->privs_checked, epoch, memory_order_relaxed);
 }
 
+/* How durable a write is by these flags: 0 none, 1 O_DSYNC, 2 O_SYNC (which
+ * includes the O_DSYNC bit). */
+static uint8_t durability(int flags)
+{
+	return (flags & O_SYNC) == O_SYNC ? 2 : (flags & O_DSYNC) ? 1 : 0;
+}
+
 static struct fs_file *file_new(int fd, int flags, bool direct, fuse_req_t req,
 			       const struct creds *opener, fuse_ino_t node_id)
 {
@@ -61,7 +68,8 @@ static struct fs_file *file_new(int fd, int flags, bool direct, fuse_req_t req,
 	f->node_id = node_id;
 	f->data.fd = fd;
 	f->data.direct = direct;
-	f->data.sync_writes = (flags & O_DSYNC) != 0; /* O_SYNC includes the O_DSYNC bit */
+	f->open_durability = durability(flags);
+	f->data.sync_writes = f->open_durability > 0;
 	f->data.opener_pid = fuse_req_ctx(req)->pid;
 	f->data.opener = *opener;
 	return f;
@@ -384,6 +392,9 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 		drop_privs_of_file(fs_of(req), f);
 	const void *owned = fs_channel_take_payload(size);
 	int piped = owned ? -1 : fs_channel_take_piped(size);
+	/* The write's flags are its file's and its own (RWF_DSYNC, RWF_SYNC);
+	 * only what the backing descriptor does not already do is asked. */
+	uint8_t asked = durability(fi->flags);
 	struct datapath_req r = {
 		.op = DATAPATH_WRITE,
 		.file = &f->data,
@@ -393,10 +404,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 		.write_owned = owned != NULL,
 		.write_piped = piped >= 0,
 		.write_pipe_fd = piped,
-		/* O_SYNC includes the O_DSYNC bit */
-		.write_rwf = (fi->flags & O_SYNC) == O_SYNC ? RWF_SYNC
-			     : fi->flags & O_DSYNC	 ? RWF_DSYNC
-							 : 0,
+		.write_rwf = asked <= f->open_durability ? 0 : asked == 2 ? RWF_SYNC : RWF_DSYNC,
 	};
 	submit(req, &r);
 }
