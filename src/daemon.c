@@ -691,13 +691,11 @@ static int daemon_reload_config(void *ctx, struct ctl_reload_result *res)
 		engine_params_from_config(cfg, &ep);
 		engine_reload(d->engine, &ep);
 		/* What only a new mount applies is named, not silently ignored:
-		 * max_inflight beyond the mount's too (the engine keeps that). */
-		config_list_mount_time_changes(d->mounted, cfg, res->deferred, sizeof(res->deferred));
-		if (cfg->scheduler.max_inflight > d->mounted->scheduler.max_inflight) {
-			size_t used = strlen(res->deferred);
-			snprintf(res->deferred + used, sizeof(res->deferred) - used, "%sscheduler.max_inflight",
-				 used ? "," : "");
-		}
+		 * max_inflight beyond the mount's (the engine's ring and
+		 * executors were sized for it). */
+		res->deferred[0] = '\0';
+		if (cfg->scheduler.max_inflight > d->mounted->scheduler.max_inflight)
+			snprintf(res->deferred, sizeof(res->deferred), "scheduler.max_inflight");
 		daemon_log(d, LOG_INFO, "reloaded %s%s%s", d->config_path,
 			   res->deferred[0] ? "; takes effect at next mount: " : "", res->deferred);
 	}
@@ -798,7 +796,7 @@ int daemon_run(const struct daemon_options *o)
 	const struct ctl_server_params cp = {
 		.mountpoint = real_mnt, .backing = real_backing,
 		.socket_path = cfg->control.socket_path, .group = cfg->control.group,
-		.policy = config_policy_name(cfg->scheduler.policy), .config_path = real_config,
+		.config_path = real_config,
 		.stats = stats, .tenants = tenants, .reload = daemon_reload_config,
 		.reload_ctx = &reload, .reload_signal = SIGHUP};
 	/* Before mounting: a socket a live daemon owns is a clear error, not a second server. */

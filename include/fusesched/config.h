@@ -150,15 +150,6 @@ void config_free(struct config *cfg);
  * `fusesched check-config` shows).  Returns 0 or -EIO. */
 int config_print(const struct config *cfg, FILE *out);
 
-/* The keys a reload cannot apply (the daemon builds its engine and control
- * socket from them at mount) whose values differ between MOUNTED and
- * RELOADED: "section.key" each, comma-separated, into LIST (LIST_LEN bytes,
- * NUL-terminated, cut short if it does not fit).  Every other key applies
- * at reload. */
-void config_list_mount_time_changes(const struct config *mounted,
-				    const struct config *reloaded,
-				    char *list, size_t list_len);
-
 /* Parses a [metrics] listen value: "" (no listener), PORT (127.0.0.1:PORT:
  * loopback unless told otherwise), IPV4:PORT, localhost:PORT, or
  * [IPV6]:PORT; numeric addresses only (nothing is resolved), PORT 1..65535.
@@ -171,9 +162,5 @@ int config_parse_listen(const char *text, struct config_listen *out,
 /* LISTEN as a listen value (127.0.0.1:9101, [::1]:9101), "" when not set. */
 void config_format_listen(const struct config_listen *listen, char *buf,
 			  size_t len);
-
-/* Names of enum values, as written in the file. */
-const char *config_policy_name(enum config_policy policy);
-const char *config_hierarchy_name(enum config_hierarchy hierarchy);
 
 #endif /* FUSESCHED_CONFIG_H */

@@ -68,7 +68,6 @@ struct ctl_server_params {
 	const char *backing;          /* absolute */
 	const char *socket_path;      /* NULL: ctl_socket_path_for_mount(mountpoint) */
 	const char *group;            /* NULL: mode 0600; else 0660 owned by this group (name or gid) */
-	const char *policy;           /* scheduler policy name, for the stat header */
 	const char *config_path;      /* "" or NULL: built-in defaults */
 	struct stats *stats;          /* borrowed: outlive the server */
 	struct tenant_table *tenants;

@@ -227,12 +227,17 @@ int sched_new(const struct sched_params *p, struct sched **out);
  * (requests completing next are billed by it), max_inflight (requests
  * already at the store beyond a lower one finish; the caller keeps it
  * within what it sized for), learn_depth (either changed, the depth is
- * learned afresh), work_conserving, budget_timeout_ns, reserve_window_ns
- * and the idling (idle_enable, idle_fixed_ns). The rest are kept: policy
- * (how the queues are kept), default_weight (tenants' weights come from
- * their table) and the tuning constants. -EINVAL, every setting kept, for
- * inconsistent params. */
+ * learned afresh), work_conserving, budget_timeout_ns, reserve_window_ns,
+ * the idling (idle_enable, idle_fixed_ns) and the policy: the requests at
+ * the store complete under the policy that sent them and nothing is
+ * dispatched meanwhile (sched_next_deadline is then due at once, so that
+ * the caller's timer makes the change as soon as none is in flight); then
+ * the queued ones pass to the new policy in arrival order. The rest are
+ * kept: default_weight (tenants' weights come from their table) and the
+ * tuning constants. -EINVAL, every setting kept, for inconsistent params. */
 int sched_reload(struct sched *s, const struct sched_params *p);
+/* "bfq" or "fifo". */
+const char *sched_policy_name(enum sched_policy policy);
 /* The params in force. */
 const struct sched_params *sched_params_of(const struct sched *s);
 /* Requests still queued or in flight are forgotten, never completed:

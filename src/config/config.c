@@ -58,13 +58,6 @@ struct enum_name {
 	int value;
 };
 
-/* When a running daemon takes a changed value: a reload applies the tenant
- * side; the engine and the control socket are built once, at mount. */
-enum key_applies {
-	AT_RELOAD,
-	AT_MOUNT,
-};
-
 struct key_desc {
 	enum section_id section;
 	const char *name;
@@ -74,7 +67,6 @@ struct key_desc {
 	uint32_t min, max;	/* for numbers */
 	const struct enum_name *enums;	/* NULL-terminated, for enums */
 	const char *def;	/* default as written in a file; NULL: none */
-	enum key_applies applies;
 };
 
 static const struct enum_name policy_names[] = {
@@ -524,53 +516,52 @@ static void print_listen(const struct key_desc *key, const void *field,
 
 static const struct key_desc keys[] = {
 	{ SEC_SCHEDULER, "policy", set_enum, print_enum,
-	  CFG(scheduler.policy), 0, 0, policy_names, "bfq", AT_MOUNT },
+	  CFG(scheduler.policy), 0, 0, policy_names, "bfq" },
 	{ SEC_SCHEDULER, "max_inflight", set_u32, print_u32,
-	  CFG(scheduler.max_inflight), 1, 4096, NULL, "32", AT_RELOAD },
+	  CFG(scheduler.max_inflight), 1, 4096, NULL, "32" },
 	{ SEC_SCHEDULER, "learn_depth", set_bool, print_bool,
-	  CFG(scheduler.learn_depth), 0, 0, NULL, "no", AT_RELOAD },
+	  CFG(scheduler.learn_depth), 0, 0, NULL, "no" },
 	{ SEC_SCHEDULER, "work_conserving", set_enum, print_enum,
-	  CFG(scheduler.work_conserving), 0, 0, door_names, "auto", AT_RELOAD },
+	  CFG(scheduler.work_conserving), 0, 0, door_names, "auto" },
 	{ SEC_SCHEDULER, "idle", set_idle, print_idle,
-	  CFG(scheduler), 1, 1000000, NULL, "auto", AT_RELOAD },
+	  CFG(scheduler), 1, 1000000, NULL, "auto" },
 	{ SEC_SCHEDULER, "budget_timeout_ms", set_u32, print_u32,
-	  CFG(scheduler.budget_timeout_ms), 1, 10000, NULL, "20", AT_RELOAD },
+	  CFG(scheduler.budget_timeout_ms), 1, 10000, NULL, "20" },
 	{ SEC_SCHEDULER, "busy_poll_us", set_u32, print_u32,
-	  CFG(scheduler.busy_poll_us), 0, 10000, NULL, "200", AT_RELOAD },
+	  CFG(scheduler.busy_poll_us), 0, 10000, NULL, "200" },
 	{ SEC_SCHEDULER, "reserve_ms", set_u32, print_u32,
-	  CFG(scheduler.reserve_ms), 0, 60000, NULL, "1000", AT_RELOAD },
+	  CFG(scheduler.reserve_ms), 0, 60000, NULL, "1000" },
 	{ SEC_SCHEDULER, "default_weight", set_u32, print_u32,
 	  CFG(scheduler.default_weight), CONFIG_WEIGHT_MIN, CONFIG_WEIGHT_MAX,
-	  NULL, "100", AT_RELOAD },
+	  NULL, "100" },
 	{ SEC_SCHEDULER, "honor_cgroup_weights", set_bool, print_bool,
-	  CFG(scheduler.honor_cgroup_weights), 0, 0, NULL, "yes", AT_RELOAD },
+	  CFG(scheduler.honor_cgroup_weights), 0, 0, NULL, "yes" },
 	{ SEC_SCHEDULER, "read_cost", set_cost, print_cost,
-	  CFG(scheduler.read_cost), 1, 100000000, NULL, "off", AT_RELOAD },
+	  CFG(scheduler.read_cost), 1, 100000000, NULL, "off" },
 	{ SEC_SCHEDULER, "write_cost", set_cost, print_cost,
-	  CFG(scheduler.write_cost), 1, 100000000, NULL, "off", AT_RELOAD },
+	  CFG(scheduler.write_cost), 1, 100000000, NULL, "off" },
 	{ SEC_SCHEDULER, "dsync_cost", set_cost, print_cost,
-	  CFG(scheduler.dsync_cost), 1, 100000000, NULL, "off", AT_RELOAD },
+	  CFG(scheduler.dsync_cost), 1, 100000000, NULL, "off" },
 
 	{ SEC_TENANTS, "hierarchy", set_enum, print_enum,
-	  CFG(tenants.hierarchy), 0, 0, hierarchy_names, "auto", AT_RELOAD },
+	  CFG(tenants.hierarchy), 0, 0, hierarchy_names, "auto" },
 	{ SEC_TENANTS, "cache_ttl_ms", set_u32, print_u32,
-	  CFG(tenants.cache_ttl_ms), 0, 60000, NULL, "1000", AT_RELOAD },
+	  CFG(tenants.cache_ttl_ms), 0, 60000, NULL, "1000" },
 	{ SEC_TENANTS, "retire_idle_ms", set_u32, print_u32,
-	  CFG(tenants.retire_idle_ms), 1000, 86400000, NULL, "60000", AT_RELOAD },
+	  CFG(tenants.retire_idle_ms), 1000, 86400000, NULL, "60000" },
 
 	{ SEC_CONTROL, "socket", set_socket, print_socket,
-	  CFG(control.socket_path), 0, 108, NULL, "auto", AT_RELOAD },
+	  CFG(control.socket_path), 0, 108, NULL, "auto" },
 	{ SEC_CONTROL, "group", set_group_name, print_group_name,
-	  CFG(control.group), 0, 32, NULL, NULL, AT_RELOAD },
+	  CFG(control.group), 0, 32, NULL, NULL },
 
 	{ SEC_METRICS, "listen", set_listen, print_listen,
-	  CFG(metrics.listen), 0, 0, NULL, NULL, AT_RELOAD },
+	  CFG(metrics.listen), 0, 0, NULL, NULL },
 
 	{ SEC_GROUP, "weight", set_u32, print_u32,
-	  RULE(weight), CONFIG_WEIGHT_MIN, CONFIG_WEIGHT_MAX, NULL, NULL,
-	  AT_RELOAD },
+	  RULE(weight), CONFIG_WEIGHT_MIN, CONFIG_WEIGHT_MAX, NULL, NULL },
 	{ SEC_GROUP, "account", set_enum, print_enum,
-	  RULE(account), 0, 0, account_names, "cgroup", AT_RELOAD },
+	  RULE(account), 0, 0, account_names, "cgroup" },
 };
 
 #define KEY_COUNT (sizeof(keys) / sizeof(keys[0]))
@@ -1173,51 +1164,4 @@ int config_print(const struct config *cfg, FILE *out)
 		print_section_keys(SEC_GROUP, rule, out);
 	}
 	return ferror(out) ? -EIO : 0;
-}
-
-/* KEY's line as config_print writes it; false if it cannot be had. */
-static bool key_text(const struct key_desc *key, const struct config *cfg,
-		     char *buf, size_t len)
-{
-	FILE *out = fmemopen(buf, len, "w");
-
-	if (!out)
-		return false;
-	key->print(key, (const char *)cfg + key->offset, out);
-	return fclose(out) == 0;
-}
-
-void config_list_mount_time_changes(const struct config *mounted,
-				    const struct config *reloaded,
-				    char *list, size_t list_len)
-{
-	if (list_len == 0)
-		return;
-	list[0] = '\0';
-	for (size_t i = 0; i < KEY_COUNT; i++) {
-		const struct key_desc *key = &keys[i];
-		char was[MSG_MAX], now[MSG_MAX];
-		size_t used = strlen(list);
-
-		if (key->applies != AT_MOUNT)
-			continue;
-		/* Compared as written in a file: what the user changed. */
-		if (key_text(key, mounted, was, sizeof(was)) &&
-		    key_text(key, reloaded, now, sizeof(now)) &&
-		    strcmp(was, now) == 0)
-			continue;
-		snprintf(list + used, list_len - used, "%s%s.%s",
-			 used ? "," : "", section_names[key->section],
-			 key->name);
-	}
-}
-
-const char *config_policy_name(enum config_policy policy)
-{
-	return enum_name_of(policy_names, (int)policy);
-}
-
-const char *config_hierarchy_name(enum config_hierarchy hierarchy)
-{
-	return enum_name_of(hierarchy_names, (int)hierarchy);
 }

@@ -68,7 +68,7 @@ struct ctl_client {
 #define CTL_SOCKET_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
 
 struct ctl_server {
-	char *mountpoint, *backing, *policy, *config_path;
+	char *mountpoint, *backing, *config_path;
 	struct stats *stats;
 	struct tenant_table *tenants;
 	ctl_reload_fn reload;
@@ -358,7 +358,6 @@ static void ctl_server_release(struct ctl_server *s)
 {
 	free(s->mountpoint);
 	free(s->backing);
-	free(s->policy);
 	free(s->config_path);
 	free(s->older);
 	free(s->newer);
@@ -383,12 +382,11 @@ int ctl_server_new(const struct ctl_server_params *p, struct ctl_server **out, c
 	s->start_ns = s->older_ns = s->newer_ns = clock_now_ns();
 	s->mountpoint = dup_or_empty(p->mountpoint);
 	s->backing = dup_or_empty(p->backing);
-	s->policy = dup_or_empty(p->policy);
 	s->config_path = dup_or_empty(p->config_path);
 	s->older = calloc(s->max_tenants, sizeof(*s->older));
 	s->newer = calloc(s->max_tenants, sizeof(*s->newer));
 	int r = 0;
-	if (!s->mountpoint || !s->backing || !s->policy || !s->config_path || !s->older ||
+	if (!s->mountpoint || !s->backing || !s->config_path || !s->older ||
 	    !s->newer) {
 		r = fail(err, err_bytes, -ENOMEM, "%s", "server");
 		goto out_free;
@@ -610,9 +608,9 @@ static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 							    ? json_object_new_string(s->metrics_listen)
 							    : NULL);
 	pthread_mutex_unlock(&s->sample_lock);
-	json_object_object_add(o, "policy", json_object_new_string(s->policy));
 	struct stats_settings set;
 	stats_read_settings(s->stats, &set);
+	json_object_object_add(o, "policy", json_object_new_string(sched_policy_name(set.sched.policy)));
 	ctl_settings_json(o, &set);
 	uint64_t peak;
 	uint32_t inflight, max_inflight, reserved;

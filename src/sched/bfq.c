@@ -410,6 +410,36 @@ static void bfq_detach(struct sched *s, struct sched_queue *q)
 		sched_queue_free_if_done(s, q);
 }
 
+/* Every queue back out of virtual time, the tree's active sums and every
+ * list, shallow and out of service, as sched_queue_get made it; what was
+ * learned of it (think time, cycles, injection limit, budget) is kept.
+ * Nothing is in flight, so no queue is in a gap. */
+static void bfq_leave(struct sched *s, struct sched_link *handed)
+{
+	struct sched_link *pos;
+	sched_list_foreach(pos, &s->all_queues) {
+		struct sched_queue *q = sched_list_entry(pos, struct sched_queue, all_link);
+		sched_merge_by_arrival(handed, &q->reqs);
+		if (sched_list_linked(&q->sync_link))
+			sched_list_remove(&q->sync_link);
+		if (q->depth == QUEUE_AWAY)
+			sched_list_remove(&q->away_link);
+		q->depth = QUEUE_SHALLOW;
+		sched_reserve_leave(s, q);
+		sched_wf2q_remove(&s->wq, &q->ent);
+		if (q->weighed) {
+			q->weighed = false;
+			s->wq.wsum -= q->ent.weight;
+			sched_tree_deactivate(s, &q->node);
+		}
+		sched_depth_short_update(s, q);
+		q->slice.service_bytes = 0;
+	}
+	s->in_service = NULL;
+	s->slice = (struct slice){ .state = SLICE_SERVING };
+	sched_door_forget(s);
+}
+
 const struct sched_policy_ops sched_bfq_ops = {
 	.enqueue = bfq_enqueue,
 	.dispatch = bfq_dispatch,
@@ -417,4 +447,5 @@ const struct sched_policy_ops sched_bfq_ops = {
 	.next_deadline = bfq_next_deadline,
 	.timer = bfq_timer,
 	.detach = bfq_detach,
+	.leave = bfq_leave,
 };

@@ -43,6 +43,11 @@ static void fifo_timer(struct sched *s, uint64_t now_ns)
 	(void)now_ns;
 }
 
+static void fifo_leave(struct sched *s, struct sched_link *handed)
+{
+	sched_merge_by_arrival(handed, &s->fifo_reqs);
+}
+
 const struct sched_policy_ops sched_fifo_ops = {
 	.enqueue = fifo_enqueue,
 	.dispatch = fifo_dispatch,
@@ -50,4 +55,5 @@ const struct sched_policy_ops sched_fifo_ops = {
 	.next_deadline = fifo_next_deadline,
 	.timer = fifo_timer,
 	.detach = sched_queue_free_if_done,
+	.leave = fifo_leave,
 };

@@ -89,9 +89,62 @@ static int params_check(const struct sched_params *p)
 	return 0;
 }
 
+const char *sched_policy_name(enum sched_policy policy)
+{
+	return policy == SCHED_POLICY_FIFO ? "fifo" : "bfq";
+}
+
+void sched_merge_by_arrival(struct sched_link *into, struct sched_link *from)
+{
+	struct sched_link *at = into->next;
+	struct sched_req *r;
+	while ((r = sched_list_first_entry(from, struct sched_req, link))) {
+		while (at != into &&
+		       sched_list_entry(at, struct sched_req, link)->enqueue_ns <= r->enqueue_ns)
+			at = at->next;
+		sched_list_remove(&r->link);
+		sched_list_add_tail(at, &r->link); /* before at */
+	}
+}
+
+/*
+ * A reload's change of policy, once nothing is in flight (a request at the
+ * store completes under the policy that sent it: each keeps its own
+ * accounts of what it dispatched). The old policy hands its queued
+ * requests over in arrival order and lets go of its state; the new one
+ * takes them as arrivals, so each queue is counted again from none.
+ */
+static void policy_switch(struct sched *s, uint64_t now_ns)
+{
+	struct sched_link handed, *pos, *tmp;
+	sched_list_init(&handed);
+	s->ops->leave(s, &handed);
+	s->ops = s->next_ops;
+	s->next_ops = NULL;
+	sched_list_foreach(pos, &s->all_queues)
+		sched_list_entry(pos, struct sched_queue, all_link)->pending = 0;
+	s->pending = 0;
+	struct sched_req *r;
+	while ((r = sched_list_first_entry(&handed, struct sched_req, link))) {
+		sched_list_remove(&r->link);
+		r->queue->pending++;
+		s->pending++;
+		s->ops->enqueue(s, r->queue, r, now_ns);
+	}
+	sched_list_foreach_safe(pos, tmp, &s->all_queues)
+		sched_queue_free_if_done(s, sched_list_entry(pos, struct sched_queue, all_link));
+}
+
+/* Due when a change of policy waits for nothing more. */
+static bool switch_due(const struct sched *s)
+{
+	return s->next_ops && !s->inflight;
+}
+
 int sched_reload(struct sched *s, const struct sched_params *p)
 {
 	struct sched_params next = s->p;
+	next.policy = p->policy;
 	next.max_inflight = p->max_inflight;
 	next.learn_depth = p->learn_depth;
 	next.work_conserving = p->work_conserving;
@@ -111,6 +164,9 @@ int sched_reload(struct sched *s, const struct sched_params *p)
 		memset(&s->depth, 0, sizeof(s->depth));
 	if (next.work_conserving != s->p.work_conserving)
 		sched_door_forget(s);
+	/* Asked back before it was taken up: nothing to change. */
+	const struct sched_policy_ops *want = policy_ops(next.policy);
+	s->next_ops = want == s->ops ? NULL : want;
 	s->p = next;
 	return 0;
 }
@@ -318,6 +374,11 @@ void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r
 
 struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns)
 {
+	if (s->next_ops) {
+		if (s->inflight)
+			return NULL;
+		policy_switch(s, now_ns);
+	}
 	if (s->inflight >= sched_depth_now(s, now_ns))
 		return NULL;
 	return s->ops->dispatch(s, now_ns);
@@ -393,11 +454,17 @@ void sched_account(struct sched *s, struct sched_req *r)
 
 uint64_t sched_next_deadline(const struct sched *s)
 {
+	if (switch_due(s))
+		return 0;
 	return s->ops->next_deadline(s);
 }
 
 void sched_timer(struct sched *s, uint64_t now_ns)
 {
+	if (switch_due(s)) {
+		policy_switch(s, now_ns);
+		return;
+	}
 	s->ops->timer(s, now_ns);
 }
 

@@ -312,6 +312,9 @@ struct sched_policy_ops;
 struct sched {
 	struct sched_params p;
 	const struct sched_policy_ops *ops;
+	/* The policy a reload asked for, taken up once nothing is in flight
+	 * (sched.c, policy_switch); NULL: none asked. */
+	const struct sched_policy_ops *next_ops;
 	struct tenant_table tenants;
 	struct sched_link all_queues;	/* every queue, detached ones until freed */
 	struct sched_link all_groups;	/* every group, detached ones until freed */
@@ -376,7 +379,15 @@ struct sched_policy_ops {
 	void (*timer)(struct sched *s, uint64_t now_ns);
 	/* q left the tenant table and is marked detached. */
 	void (*detach)(struct sched *s, struct sched_queue *q);
+	/* For a change of policy, with nothing in flight: every queued request
+	 * onto handed in arrival order, and the policy's state let go, so that
+	 * another policy can take the queues as sched_queue_get left them. */
+	void (*leave)(struct sched *s, struct sched_link *handed);
 };
+
+/* Moves from's requests into into, both in arrival order (enqueue_ns),
+ * keeping from's order among its own. */
+void sched_merge_by_arrival(struct sched_link *into, struct sched_link *from);
 
 extern const struct sched_policy_ops sched_bfq_ops;
 extern const struct sched_policy_ops sched_fifo_ops;

@@ -470,55 +470,6 @@ START_TEST(print_round_trips)
 }
 END_TEST
 
-/* The keys MOUNTED_TEXT -> RELOADED_TEXT changes that only a new mount applies. */
-static void expect_mount_time_changes(const char *mounted_text,
-				      const char *reloaded_text,
-				      const char *expected)
-{
-	struct config *mounted, *reloaded;
-	char err[ERR_LEN], list[512];
-
-	ck_assert_int_eq(load(mounted_text, &mounted, err), 0);
-	ck_assert_int_eq(load(reloaded_text, &reloaded, err), 0);
-	config_list_mount_time_changes(mounted, reloaded, list, sizeof(list));
-	ck_assert_str_eq(list, expected);
-	config_free(mounted);
-	config_free(reloaded);
-}
-
-START_TEST(reload_names_what_waits_for_the_next_mount)
-{
-	/* the tenant side and the scheduler's settings apply at reload */
-	expect_mount_time_changes("",
-		"[scheduler]\ndefault_weight = 50\nhonor_cgroup_weights = no\nidle = off\n"
-		"budget_timeout_ms = 5\nbusy_poll_us = 0\nreserve_ms = 0\nlearn_depth = yes\n"
-		"work_conserving = no\nread_cost = 1000 100\nmax_inflight = 8\n"
-		"[tenants]\nhierarchy = v2\ncache_ttl_ms = 5\nretire_idle_ms = 2000\n"
-		"[control]\nsocket = /run/x.sock\ngroup = adm\n"
-		"[group \"/a\"]\nweight = 7\naccount = subtree\n", "");
-	/* the policy waits (the daemon names max_inflight too where it rises
-	 * past the mount's) */
-	expect_mount_time_changes("",
-		"[scheduler]\npolicy = fifo\nmax_inflight = 8\nidle = off\n"
-		"[control]\nsocket = /run/x.sock\ngroup = adm\n",
-		"scheduler.policy");
-	/* the listener moves at reload (the daemon binds it then: ctl_http) */
-	expect_mount_time_changes("", "[metrics]\nlisten = \n", "");
-#ifdef FUSESCHED_HAVE_MICROHTTPD /* else a set listen is refused: metrics_section */
-	expect_mount_time_changes("[metrics]\nlisten = 9101\n",
-				  "[metrics]\nlisten = 9102\n", "");
-	expect_mount_time_changes("", "[metrics]\nlisten = 9101\n", "");
-#endif
-	/* the same value spelt differently is no change */
-	expect_mount_time_changes("[scheduler]\npolicy = bfq\n",
-				  "[scheduler]\npolicy = BFQ\n", "");
-	expect_mount_time_changes("[scheduler]\npolicy = bfq\n",
-				  "[scheduler]\npolicy = fifo\n", "scheduler.policy");
-	expect_mount_time_changes("[control]\nsocket = /run/x.sock\n",
-				  "[control]\nsocket = auto\n", "");
-}
-END_TEST
-
 START_TEST(load_file_errors)
 {
 	struct config *cfg = (struct config *)1;
@@ -706,7 +657,6 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, binary_garbage);
 	tcase_add_test(tc, indented_key_is_not_a_continuation);
 	tcase_add_test(tc, print_round_trips);
-	tcase_add_test(tc, reload_names_what_waits_for_the_next_mount);
 	tcase_add_test(tc, load_file_errors);
 	tcase_add_test(tc, example_file_parses);
 	tcase_add_test(tc, listen_address_parser);

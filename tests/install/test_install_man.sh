@@ -3,8 +3,7 @@
 # installed (gzipped): man renders them without a warning, mandoc's lint finds
 # nothing, and they describe what the program does: every command and option of
 # `fusesched --help`, every config key of src/config/config.c's table (in its
-# section, marked "next mount" exactly when only a new mount applies it), and
-# nothing that is not there.
+# section), and nothing that is not there.
 # Environment (tests/install/CMakeLists.txt): BUILD SRC FUSESCHED VERSION MAN_DIR.
 TEST=install_man
 . "$SRC/tests/install/lib.sh"
@@ -88,24 +87,21 @@ open my $m, '<', $man_file or die; my $man = <$m>;
 my $bad = 0;
 sub problem { print STDERR "fusesched.conf(5): $_[0]\n"; $bad = 1 }
 my %secname = $src =~ /\[SEC_(\w+)\]\s*=\s*"(\w*)"/g;
-my @keys = $src =~ /\{\s*SEC_(\w+),\s*"(\w+)",.*?\b(AT_MOUNT|AT_RELOAD)\s*\}/sg;
-die "no keys parsed from $src_file: has its keys table changed shape?\n" if @keys < 3 * 10;
+my @keys = $src =~ /\{\s*SEC_(\w+),\s*"(\w+)",\s*set_\w+,/sg;
+die "no keys parsed from $src_file: has its keys table changed shape?\n" if @keys < 2 * 10;
 # Sections of the page: [name] headings at column 0; terms indented 7 columns, each
 # with its description (the lines below it up to the next blank line).
 my %sec; my $cur = '';
 for (split /\n/, $man) { if (/^(\[\w+[^\]]*\]|[A-Z][A-Z ]+)$/) { $cur = $1; next } $sec{$cur} .= "$_\n" }
 my %documented;
-while (my ($sid, $key, $when) = splice @keys, 0, 3) {
+while (my ($sid, $key) = splice @keys, 0, 2) {
 	my $name = $secname{$sid} // die "no name for SEC_$sid\n";
 	my $heading = $name eq 'group' ? '[group "PATTERN"]' : "[$name]";
 	my $body = $sec{$heading};
 	if (!defined $body) { problem("no section $heading (for $key)"); next }
-	my ($term, $desc) = $body =~ /^ {7}(\Q$key\E = [^\n]*)\n(.*?)(?:\n\n|\z)/ms;
+	my ($term) = $body =~ /^ {7}(\Q$key\E = [^\n]*)$/m;
 	if (!defined $term) { problem("$heading lacks the key '$key'"); next }
 	$documented{"$heading $key"} = 1;
-	my $next = $desc =~ /next\s+mount/;
-	problem("$heading $key: applied at reload, but marked 'next mount'") if $next && $when eq 'AT_RELOAD';
-	problem("$heading $key: applied at the next mount only, not marked 'next mount'") if !$next && $when eq 'AT_MOUNT';
 }
 # And no key the parser does not know.
 for my $heading (grep { /^\[/ } keys %sec) {
@@ -115,6 +111,6 @@ for my $heading (grep { /^\[/ } keys %sec) {
 }
 exit $bad;
 PERL
-note "fusesched.conf(5): every key of the parser in its section, reload behaviour as the parser's"
+note "fusesched.conf(5): every key of the parser in its section"
 # The example config's keys are the parser's (check-config accepts it) and documented.
 "$FUSESCHED" check-config "$SRC/conf/fusesched.conf" >/dev/null || fail "conf/fusesched.conf does not pass check-config"

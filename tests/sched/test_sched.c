@@ -237,12 +237,12 @@ START_TEST(reload_changes_idling_and_keeps_the_rest)
 
 	struct sched_params p = *sched_params_of(s);
 	p.idle_enable = false;
-	p.policy = SCHED_POLICY_FIFO;	/* kept: how the queues are kept */
+	p.default_weight = 500;	/* kept: tenants' weights come from their table */
 	p.budget_timeout_ns = 5000000;
 	ck_assert_int_eq(sched_reload(s, &p), 0);
 	ck_assert(!sched_params_of(s)->idle_enable);
 	ck_assert_uint_eq(sched_params_of(s)->budget_timeout_ns, 5000000);
-	ck_assert_int_eq(sched_params_of(s)->policy, SCHED_POLICY_BFQ);
+	ck_assert_uint_eq(sched_params_of(s)->default_weight, SCHED_WEIGHT_DEFAULT);
 	for (int round = 0; round < 3; round++)
 		ck_assert(!a_is_idled_for(s, a, &now));
 
@@ -587,6 +587,102 @@ START_TEST(weight_change_while_backlogged)
 	run_backlogged(s, q, 2, 8000, &now, got);
 	double after = (double)got[0] / (double)got[1];
 	ck_assert_msg(after > 2.7 && after < 3.3, "after weight change %.2f", after);
+	sched_free(s);
+}
+END_TEST
+
+/* Dispatches what it can, completing each at once, until n requests went
+ * out; their enqueue times in order into at. */
+static void dispatch_completing(struct sched *s, uint64_t *now, int n, uint64_t *at)
+{
+	for (int i = 0; i < n; i++) {
+		struct sched_req *r = sched_dispatch(s, *now);
+		if (!r) {
+			uint64_t d = sched_next_deadline(s);
+			ck_assert_uint_ne(d, SCHED_DEADLINE_NONE);
+			*now = d > *now ? d : *now;
+			sched_timer(s, *now);
+			i--;
+			continue;
+		}
+		at[i] = r->enqueue_ns;
+		*now += 10 * US;
+		sched_complete(s, r, *now);
+	}
+}
+
+/* A reload's new policy: what is at the store completes first, with
+ * nothing dispatched meanwhile; then the queued requests are the new
+ * policy's: in arrival order under fifo, by weight under bfq. */
+START_TEST(reload_changes_policy_once_nothing_is_in_flight)
+{
+	enum { N = 40 };
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 4);
+	struct sched_queue *q[2] = { queue(s, 1, 800), queue(s, 2, 100) };
+	static struct sched_req r[2 * N];
+	uint64_t now = 0, at[2 * N];
+	for (int i = 0; i < 2 * N; i++) {	/* alternating: 1, 2, 1, 2, ... */
+		req_init(&r[i], q[i % 2], SCHED_OP_READ, 4096);
+		sched_enqueue(s, &r[i], now += US);
+	}
+	struct sched_req *out[4];
+	for (int i = 0; i < 4; i++)
+		ck_assert_ptr_nonnull(out[i] = sched_dispatch(s, now));
+
+	struct sched_params p = *sched_params_of(s);
+	p.policy = SCHED_POLICY_FIFO;
+	ck_assert_int_eq(sched_reload(s, &p), 0);
+	ck_assert_int_eq(sched_params_of(s)->policy, SCHED_POLICY_FIFO);
+	for (int i = 0; i < 3; i++) {
+		sched_complete(s, out[i], now += 10 * US);
+		ck_assert_ptr_null(sched_dispatch(s, now));
+		ck_assert_uint_ne(sched_next_deadline(s), 0);
+	}
+	sched_complete(s, out[3], now += 10 * US);
+	ck_assert_uint_eq(sched_next_deadline(s), 0);	/* due at once */
+	ck_assert_uint_eq(sched_pending(s), 2 * N - 4);
+	dispatch_completing(s, &now, 2 * N - 4, at);
+	for (int i = 1; i < 2 * N - 4; i++)
+		ck_assert_uint_gt(at[i], at[i - 1]);
+	ck_assert_uint_eq(sched_pending(s), 0);
+
+	/* Back to bfq, both backlogged: 8:1 again. */
+	for (int i = 0; i < 2 * N; i++) {
+		req_init(&r[i], q[i % 2], SCHED_OP_READ, 4096);
+		sched_enqueue(s, &r[i], now += US);
+	}
+	p.policy = SCHED_POLICY_BFQ;
+	ck_assert_int_eq(sched_reload(s, &p), 0);
+	uint64_t got[2] = { 0, 0 };
+	run_backlogged(s, q, 2, 9000, &now, got);
+	double ratio = (double)got[0] / (double)got[1];
+	ck_assert_msg(ratio > 7.2 && ratio < 8.8, "8:1 after the change back: %.2f", ratio);
+	sched_free(s);
+}
+END_TEST
+
+/* Asked for and asked back before it was taken up: nothing changes, and
+ * dispatching goes on at once. */
+START_TEST(reload_policy_asked_back_is_no_change)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 2);
+	struct sched_queue *q = queue(s, 1, 100);
+	struct sched_req r[4];
+	for (int i = 0; i < 4; i++) {
+		req_init(&r[i], q, SCHED_OP_READ, 4096);
+		sched_enqueue(s, &r[i], 0);
+	}
+	struct sched_req *first = sched_dispatch(s, 0);
+	ck_assert_ptr_nonnull(first);
+	struct sched_params p = *sched_params_of(s);
+	p.policy = SCHED_POLICY_FIFO;
+	ck_assert_int_eq(sched_reload(s, &p), 0);
+	ck_assert_ptr_null(sched_dispatch(s, 0));
+	p.policy = SCHED_POLICY_BFQ;
+	ck_assert_int_eq(sched_reload(s, &p), 0);
+	ck_assert_ptr_nonnull(sched_dispatch(s, 0));
+	ck_assert_str_eq(sched_policy_name(sched_params_of(s)->policy), "bfq");
+	ck_assert_str_eq(sched_policy_name(SCHED_POLICY_FIFO), "fifo");
 	sched_free(s);
 }
 END_TEST
@@ -2007,7 +2103,9 @@ static void random_tree_op(struct sched *s, struct sched_queue **q, int nq, stru
 	}
 }
 
-static void random_run(enum sched_policy policy, uint64_t seed, bool tree)
+/* switching: now and then a reload changes the policy (either way, or
+ * asks for the one in force). */
+static void random_run(enum sched_policy policy, uint64_t seed, bool tree, bool switching)
 {
 	enum { NT = 60, NR = 500, MAXIN = 8, NG = 8 };
 	struct sched *s = new_sched(policy, MAXIN);
@@ -2055,6 +2153,11 @@ static void random_run(enum sched_policy policy, uint64_t seed, bool tree)
 			}
 			break;
 		default:
+			if (switching && rnd(40) == 0) {
+				struct sched_params p = *sched_params_of(s);
+				p.policy = rnd(2) ? SCHED_POLICY_BFQ : SCHED_POLICY_FIFO;
+				ck_assert_int_eq(sched_reload(s, &p), 0);
+			}
 			if (now >= sched_next_deadline(s))
 				sched_timer(s, now);
 			break;
@@ -2106,9 +2209,18 @@ static void random_run(enum sched_policy policy, uint64_t seed, bool tree)
 START_TEST(s6_random_sequences_consistent)
 {
 	for (uint64_t seed = 1; seed <= 4; seed++) {
-		random_run(SCHED_POLICY_BFQ, seed, false);
-		random_run(SCHED_POLICY_FIFO, seed, false);
+		random_run(SCHED_POLICY_BFQ, seed, false, false);
+		random_run(SCHED_POLICY_FIFO, seed, false, false);
 	}
+}
+END_TEST
+
+/* The same with the policy changed by reloads along the way, tenant tree
+ * and all. */
+START_TEST(policy_changes_in_random_sequences_consistent)
+{
+	for (uint64_t seed = 1; seed <= 4; seed++)
+		random_run(seed % 2 ? SCHED_POLICY_BFQ : SCHED_POLICY_FIFO, seed, true, true);
 }
 END_TEST
 
@@ -2116,8 +2228,8 @@ END_TEST
 START_TEST(tree_random_sequences_consistent)
 {
 	for (uint64_t seed = 1; seed <= 4; seed++)
-		random_run(SCHED_POLICY_BFQ, seed, true);
-	random_run(SCHED_POLICY_FIFO, 1, true);
+		random_run(SCHED_POLICY_BFQ, seed, true, false);
+	random_run(SCHED_POLICY_FIFO, 1, true, false);
 }
 END_TEST
 
@@ -2133,6 +2245,8 @@ int main(void)
 	tcase_add_test(tc, cost_model_set_live);
 	tcase_add_test(tc, reload_changes_idling_and_keeps_the_rest);
 	tcase_add_test(tc, reload_lowers_max_inflight);
+	tcase_add_test(tc, reload_changes_policy_once_nothing_is_in_flight);
+	tcase_add_test(tc, reload_policy_asked_back_is_no_change);
 	tcase_add_test(tc, tenant_table_many);
 	tcase_add_test(tc, intrusive_list);
 	tcase_add_test(tc, all_idle);
@@ -2158,6 +2272,7 @@ int main(void)
 	tcase_add_test(tc, s6_resting_entity_holds_v_not_the_others);
 	tcase_add_test(tc, held_beside_a_waiting_deep_tenant_is_counted);
 	tcase_add_test(tc, s6_random_sequences_consistent);
+	tcase_add_test(tc, policy_changes_in_random_sequences_consistent);
 	tcase_add_test(tc, tree_shares_by_weight_among_siblings);
 	tcase_add_test(tc, tree_group_share_divided_among_active);
 	tcase_add_test(tc, tree_group_lifetime);
