@@ -251,6 +251,7 @@ struct sched_req *sched_bfq_take(struct sched *s, struct sched_queue *q, int kin
 	sched_req_start(s, q, r, now_ns);
 	sched_deep_note(s, q, now_ns);
 	r->charge_bytes = req_is_rw(r) ? r->bytes : 0;
+	q->inflight_charged += r->charge_bytes;
 	if (kind >= 0) {
 		q->stats.injected_ops[kind]++;
 		s->inject_seq++;
@@ -283,13 +284,50 @@ struct sched_req *sched_bfq_take(struct sched *s, struct sched_queue *q, int kin
 	return r;
 }
 
+/* The service g's requests at the store have had so far and are not yet
+ * charged for: their store share at the slot rate, past the bytes charged
+ * at their dispatch. It is charged when they complete. */
+static uint64_t held_service(struct sched *s, const struct sched_queue *g, uint64_t now_ns)
+{
+	if (!g->inflight)
+		return 0;
+	uint64_t share = (uint64_t)g->inflight * sched_store_share_now(s, now_ns) -
+			 g->inflight_share_starts;
+	uint64_t t = (share >> STORE_SHARE_SHIFT) / 1000 * s->rate.slot_bytes_per_s / 1000000;
+	return t > g->inflight_charged ? t - g->inflight_charged : 0;
+}
+
+/* While the store has completed nothing for a budget timeout: the queue
+ * first in line that would be owed service were g's requests at the store
+ * charged for what they have held so far. A store that stalls charges
+ * nothing, V stands still, and a tenant back from a request of its own
+ * stays ahead of it while g, past its cap, takes every slot. Not while
+ * completions come: where the store queues what it is sent (a serial
+ * one behind max_inflight), every slot given is a place in its queue, and
+ * shares there follow the places (seed 92 of the matrix). */
+static struct sched_queue *owed_counting_held(struct sched *s, struct sched_queue *g,
+					      uint64_t now_ns)
+{
+	if (now_ns - s->last_complete_ns < s->p.budget_timeout_ns)
+		return NULL;
+	struct sched_queue *o = queue_of_ent(sched_wf2q_peek(&s->wq, WF2Q_WAITING));
+	if (!o || !s->wq.wsum)
+		return NULL;
+	unsigned __int128 d = (unsigned __int128)held_service(s, g, now_ns) * WF2Q_SCALE / s->wq.wsum;
+	uint64_t v = s->wq.vtime + (d > WF2Q_LEN_MAX ? WF2Q_LEN_MAX : (uint64_t)d);
+	return sched_wf2q_before(v, o->ent.start_vt) ? NULL : o;
+}
+
 /* Past its cap the in-service tenant g yields free slots to tenants still
  * owed service, so one deep tenant cannot fill the store ahead of everyone
- * (small sync readers behind a streaming writer). The cap is soft: a store
- * that nobody else is owed is not left idle. */
+ * (small sync readers behind a streaming writer), counting what its
+ * requests at the store have held so far as served. The cap is soft: a
+ * store that nobody else is owed is not left idle. */
 static struct sched_req *dispatch_yield(struct sched *s, struct sched_queue *g, uint64_t now_ns)
 {
 	struct sched_queue *o = queue_of_ent(sched_wf2q_peek(&s->wq, WF2Q_ELIGIBLE));
+	if (!o && g->inflight >= sched_bfq_cap(s, g))
+		o = owed_counting_held(s, g, now_ns);
 	if (!o || !sched_bfq_head_fits(s, o, now_ns))
 		return NULL;
 	struct sched_req *r = sched_bfq_take(s, o, -1, now_ns);
@@ -358,6 +396,7 @@ static void bfq_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
 {
 	struct sched_queue *q = r->queue;
 	uint64_t share_ns = sched_req_finish(s, r, now_ns);
+	q->inflight_charged -= r->charge_bytes;
 	bool cycle_slowed = sched_learn_cycle(s, q, r, now_ns);
 	if (sched_req_settle(s, q, r, now_ns)) {
 		sched_deep_emptied(s, q, now_ns);

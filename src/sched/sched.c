@@ -338,6 +338,12 @@ static void store_share_advance(struct sched *s, uint64_t now_ns)
 	s->store_share_last_ns = now_ns;
 }
 
+uint64_t sched_store_share_now(struct sched *s, uint64_t now_ns)
+{
+	store_share_advance(s, now_ns);
+	return s->store_share;
+}
+
 void sched_enqueue(struct sched *s, struct sched_req *r, uint64_t now_ns)
 {
 	struct sched_queue *q = r->queue;
@@ -363,6 +369,7 @@ void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r
 	s->pending--;
 	store_share_advance(s, now_ns);
 	r->store_share_start = s->store_share;
+	q->inflight_share_starts += r->store_share_start;
 	r->dispatch_ns = now_ns;
 	r->others_inflight = s->inflight - q->inflight;
 	r->probed = s->p.learn_depth && now_ns < s->depth.probe_end_ns;
@@ -421,6 +428,8 @@ uint64_t sched_req_finish(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	struct sched_queue *q = r->queue;
 	store_share_advance(s, now_ns);
 	uint64_t share_ns = (s->store_share - r->store_share_start) >> STORE_SHARE_SHIFT;
+	q->inflight_share_starts -= r->store_share_start;
+	s->last_complete_ns = now_ns;
 	s->nmulti -= q->pending + q->inflight == 2;
 	q->inflight--;
 	s->inflight--;

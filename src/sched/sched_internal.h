@@ -226,6 +226,9 @@ struct sched_queue {
 	struct sched_link gap_link;	/* sched.gap_queues, while QUEUE_IN_GAP */
 	struct sched_link reqs;		/* queued requests, arrival order (bfq) */
 	uint32_t pending, inflight;
+	/* Over its requests at the store: their store_share_start summed, and
+	 * the bytes charged for them at dispatch (bfq.c, held_service). */
+	uint64_t inflight_share_starts, inflight_charged;
 	bool weighed;			/* its weight counts in wq.wsum */
 	bool detached;			/* sched_queue_remove'd: freed when done */
 	bool last_sync;			/* its latest arrival was sync */
@@ -334,6 +337,7 @@ struct sched {
 	 * STORE_SHARE_SHIFT: a request's store share is its advance over the
 	 * request's flight. */
 	uint64_t store_share, store_share_last_ns;
+	uint64_t last_complete_ns;	/* the store's last completion */
 	/* Most requests queued for others while a deep queue waited for its
 	 * next ones, since sched_take_held_beside_deep (sched_note_deep_waits). */
 	uint32_t held_beside_deep;
@@ -457,6 +461,8 @@ uint64_t sched_req_finish(struct sched *s, struct sched_req *r, uint64_t now_ns)
 /* The store time r needs where it is known beforehand (sched_req.need_ns,
  * or the store's cost model), in store-share ns; 0: not known. */
 uint64_t sched_req_need_ns(const struct sched *s, const struct sched_req *r);
+/* The store share sum brought up to now_ns. */
+uint64_t sched_store_share_now(struct sched *s, uint64_t now_ns);
 /* After the policy's own learning from the completion, which needs the
  * state before it: what every policy learns from it (q's completion time,
  * wakers, the rate) and q's busy count. Returns true when q is no longer

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #define US 1000ull
+#define MS (1000 * US)
 
 static uint64_t rng_state;
 
@@ -683,6 +684,87 @@ START_TEST(reload_policy_asked_back_is_no_change)
 	ck_assert_ptr_nonnull(sched_dispatch(s, 0));
 	ck_assert_str_eq(sched_policy_name(sched_params_of(s)->policy), "bfq");
 	ck_assert_str_eq(sched_policy_name(SCHED_POLICY_FIFO), "fifo");
+	sched_free(s);
+}
+END_TEST
+
+/* Dispatches what the scheduler sends: the probe's read (*probe_out set)
+ * or the writer's, onto at_store in dispatch order. */
+static void dispatch_into(struct sched *s, uint64_t now, const struct sched_req *probe,
+			  bool *probe_out, struct sched_req **at_store, int *n_at)
+{
+	if (now >= sched_next_deadline(s))
+		sched_timer(s, now);
+	struct sched_req *r;
+	while ((r = sched_dispatch(s, now))) {
+		if (r == probe)
+			*probe_out = true;
+		else
+			at_store[(*n_at)++] = r;
+	}
+}
+
+/* A store that stalls with a light deep tenant's requests at it: a heavy
+ * depth-1 tenant coming back finds the slot the reserve kept for it, not a
+ * wait for the deep one's requests to come back. Its last request left it
+ * ahead of V, and while the store holds the deep one's requests nothing is
+ * charged that would move V. */
+START_TEST(stalled_store_keeps_the_reserved_slot_for_its_tenant)
+{
+	enum { DEEP = 64, MAXIN = 32 };
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, MAXIN);
+	struct sched_queue *a = queue(s, 1, 10), *b = queue(s, 2, 100);
+	static struct sched_req w[DEEP];
+	struct sched_req rd, *at_store[MAXIN];
+	int n_at = 0;
+	bool probe_out = false;
+	uint64_t now = 0;
+	for (int i = 0; i < DEEP; i++) {
+		req_init(&w[i], a, SCHED_OP_WRITE, 1 << 20);
+		w[i].sync = true;
+		sched_enqueue(s, &w[i], now);
+	}
+	/* The writer streams, a request done each 100 us; the prober reads
+	 * every 5 ms, each read done 200 us after it went out. */
+	uint64_t probe_sent = 0;
+	for (int step = 0; step < 3000; step++) {
+		now += 100 * US;
+		if (probe_out && now - probe_sent >= 200 * US) {
+			sched_complete(s, &rd, now);
+			probe_out = false;
+		}
+		if (step % 50 == 0 && !probe_out) {
+			req_init(&rd, b, SCHED_OP_READ, 4096);
+			rd.sync = true;
+			sched_enqueue(s, &rd, now);
+			probe_sent = now;
+		}
+		if (n_at) {
+			struct sched_req *done = at_store[0];
+			memmove(at_store, at_store + 1, (size_t)--n_at * sizeof(at_store[0]));
+			sched_complete(s, done, now);
+			req_init(done, a, SCHED_OP_WRITE, 1 << 20);
+			done->sync = true;
+			sched_enqueue(s, done, now);
+		}
+		dispatch_into(s, now, &rd, &probe_out, at_store, &n_at);
+	}
+	/* The store stalls: the writer's requests stay at it. */
+	for (int k = 0; k < 3; k++) {
+		if (probe_out) {
+			sched_complete(s, &rd, now += 200 * US);
+			probe_out = false;
+		}
+		now += 50 * MS;
+		dispatch_into(s, now, &rd, &probe_out, at_store, &n_at);
+		ck_assert_int_ge(n_at, MAXIN / 2);
+		req_init(&rd, b, SCHED_OP_READ, 4096);
+		rd.sync = true;
+		sched_enqueue(s, &rd, now);
+		dispatch_into(s, now, &rd, &probe_out, at_store, &n_at);
+		ck_assert_msg(probe_out, "stall %d: the read waits, %d of the writer's at the store", k,
+			      n_at);
+	}
 	sched_free(s);
 }
 END_TEST
@@ -2268,6 +2350,7 @@ int main(void)
 	tcase_add_test(tc, deep_tenant_away_keeps_place);
 	tcase_add_test(tc, cap_shares_what_short_tenants_leave);
 	tcase_add_test(tc, reserve_keeps_a_slot_for_a_light_tenant);
+	tcase_add_test(tc, stalled_store_keeps_the_reserved_slot_for_its_tenant);
 	tcase_add_test(tc, s6_engine_matches_reference);
 	tcase_add_test(tc, s6_resting_entity_holds_v_not_the_others);
 	tcase_add_test(tc, held_beside_a_waiting_deep_tenant_is_counted);
