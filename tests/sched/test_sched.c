@@ -688,6 +688,15 @@ START_TEST(reload_policy_asked_back_is_no_change)
 }
 END_TEST
 
+/* r, a sync request of q, enqueued at now. */
+static void enqueue_sync(struct sched *s, struct sched_req *r, struct sched_queue *q,
+			 enum sched_op op, uint64_t bytes, uint64_t now)
+{
+	req_init(r, q, op, bytes);
+	r->sync = true;
+	sched_enqueue(s, r, now);
+}
+
 /* Dispatches what the scheduler sends: the probe's read (*probe_out set)
  * or the writer's, onto at_store in dispatch order. */
 static void dispatch_into(struct sched *s, uint64_t now, const struct sched_req *probe,
@@ -719,11 +728,8 @@ START_TEST(stalled_store_keeps_the_reserved_slot_for_its_tenant)
 	int n_at = 0;
 	bool probe_out = false;
 	uint64_t now = 0;
-	for (int i = 0; i < DEEP; i++) {
-		req_init(&w[i], a, SCHED_OP_WRITE, 1 << 20);
-		w[i].sync = true;
-		sched_enqueue(s, &w[i], now);
-	}
+	for (int i = 0; i < DEEP; i++)
+		enqueue_sync(s, &w[i], a, SCHED_OP_WRITE, 1 << 20, now);
 	/* The writer streams, a request done each 100 us; the prober reads
 	 * every 5 ms, each read done 200 us after it went out. */
 	uint64_t probe_sent = 0;
@@ -734,18 +740,14 @@ START_TEST(stalled_store_keeps_the_reserved_slot_for_its_tenant)
 			probe_out = false;
 		}
 		if (step % 50 == 0 && !probe_out) {
-			req_init(&rd, b, SCHED_OP_READ, 4096);
-			rd.sync = true;
-			sched_enqueue(s, &rd, now);
+			enqueue_sync(s, &rd, b, SCHED_OP_READ, 4096, now);
 			probe_sent = now;
 		}
 		if (n_at) {
 			struct sched_req *done = at_store[0];
 			memmove(at_store, at_store + 1, (size_t)--n_at * sizeof(at_store[0]));
 			sched_complete(s, done, now);
-			req_init(done, a, SCHED_OP_WRITE, 1 << 20);
-			done->sync = true;
-			sched_enqueue(s, done, now);
+			enqueue_sync(s, done, a, SCHED_OP_WRITE, 1 << 20, now);
 		}
 		dispatch_into(s, now, &rd, &probe_out, at_store, &n_at);
 	}
@@ -758,9 +760,7 @@ START_TEST(stalled_store_keeps_the_reserved_slot_for_its_tenant)
 		now += 50 * MS;
 		dispatch_into(s, now, &rd, &probe_out, at_store, &n_at);
 		ck_assert_int_ge(n_at, MAXIN / 2);
-		req_init(&rd, b, SCHED_OP_READ, 4096);
-		rd.sync = true;
-		sched_enqueue(s, &rd, now);
+		enqueue_sync(s, &rd, b, SCHED_OP_READ, 4096, now);
 		dispatch_into(s, now, &rd, &probe_out, at_store, &n_at);
 		ck_assert_msg(probe_out, "stall %d: the read waits, %d of the writer's at the store", k,
 			      n_at);
