@@ -518,10 +518,9 @@ static void publisher_finish(struct publisher *p, struct fuse_session *se)
 	pthread_join(p->thread, NULL);
 }
 
-/* What a reload needs: the file named at mount, and what cannot change live. */
+/* What a reload needs: the file named at mount, and what it changes. */
 struct daemon_reload {
 	const char *config_path;          /* absolute: the daemon chdirs to / */
-	const struct config *mounted;     /* the config the engine was built from */
 	struct tenant_table *tenants;
 	struct engine *engine;            /* the cost model applies live */
 	struct ctl_server *ctl;           /* its socket follows [control] socket and group */
@@ -690,14 +689,7 @@ static int daemon_reload_config(void *ctx, struct ctl_reload_result *res)
 		struct engine_params ep;
 		engine_params_from_config(cfg, &ep);
 		engine_reload(d->engine, &ep);
-		/* What only a new mount applies is named, not silently ignored:
-		 * max_inflight beyond the mount's (the engine's ring and
-		 * executors were sized for it). */
-		res->deferred[0] = '\0';
-		if (cfg->scheduler.max_inflight > d->mounted->scheduler.max_inflight)
-			snprintf(res->deferred, sizeof(res->deferred), "scheduler.max_inflight");
-		daemon_log(d, LOG_INFO, "reloaded %s%s%s", d->config_path,
-			   res->deferred[0] ? "; takes effect at next mount: " : "", res->deferred);
+		daemon_log(d, LOG_INFO, "reloaded %s", d->config_path);
 	}
 	config_free(cfg);
 	return r;
@@ -786,7 +778,7 @@ int daemon_run(const struct daemon_options *o)
 	/* Reload re-reads it after the daemon has changed directory to /. */
 	if (o->config_path[0] && !realpath(o->config_path, real_config))
 		snprintf(real_config, sizeof(real_config), "%s", o->config_path);
-	struct daemon_reload reload = {.config_path = real_config, .mounted = cfg,
+	struct daemon_reload reload = {.config_path = real_config,
 				       .tenants = tenants, .engine = engine, .http = &http,
 				       .listen = cfg->metrics.listen, .foreground = o->foreground};
 	snprintf(reload.socket_path, sizeof(reload.socket_path), "%s",

@@ -6,7 +6,7 @@
  * Protocol: newline-delimited JSON, one request per line, one reply line
  * per request, in order.
  *   {"cmd":"stat"}     -> {"ok":true, "mount":..., "tenants":[...], ...}
- *   {"cmd":"reload"}   -> {"ok":true, "message":..., "deferred":[...]}
+ *   {"cmd":"reload"}   -> {"ok":true, "config":..., "message":...}
  *   {"cmd":"version"}  -> {"ok":true, "version":..., "pid":...}
  *   anything else      -> {"ok":false, "error":"..."}
  * README.md documents the stat schema.
@@ -56,8 +56,6 @@ int ctl_request_parse(const char *line, size_t len, char *err, size_t err_bytes)
 struct ctl_reload_result {
 	char config_path[4096];
 	char error[1024];       /* when the callback fails: FILE:LINE: message */
-	/* Changed keys that cannot be applied live, comma-separated ("" if none). */
-	char deferred[512];
 };
 
 /* Returns 0, or a negative errno with res->error set; the running config then stays. */

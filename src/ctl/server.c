@@ -645,18 +645,6 @@ struct json_object *ctl_server_stat_reply(struct ctl_server *s)
 	return ctl_stat_reply(s, clock_now_ns());
 }
 
-/* The deferred keys, one JSON string each. */
-static struct json_object *split_keys(const char *list)
-{
-	struct json_object *a = json_object_new_array();
-	char copy[sizeof(((struct ctl_reload_result *)0)->deferred)];
-	snprintf(copy, sizeof(copy), "%s", list);
-	char *save = NULL;
-	for (char *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save))
-		json_object_array_add(a, json_object_new_string(k));
-	return a;
-}
-
 static struct json_object *ctl_reload_reply(struct ctl_server *s)
 {
 	if (!s->reload)
@@ -668,16 +656,10 @@ static struct json_object *ctl_reload_reply(struct ctl_server *s)
 	if (s->reload(s->reload_ctx, res) < 0) {
 		o = reply_error(res->error[0] ? res->error : "reload failed");
 	} else {
-		char msg[sizeof(res->config_path) + sizeof(res->deferred) + 128];
-		if (res->deferred[0])
-			snprintf(msg, sizeof(msg),
-				 "reloaded %s; changed %s: takes effect at next mount",
-				 res->config_path, res->deferred);
-		else
-			snprintf(msg, sizeof(msg), "reloaded %s", res->config_path);
+		char msg[sizeof(res->config_path) + 16];
+		snprintf(msg, sizeof(msg), "reloaded %s", res->config_path);
 		o = reply_ok();
 		json_object_object_add(o, "config", json_object_new_string(res->config_path));
-		json_object_object_add(o, "deferred", split_keys(res->deferred));
 		json_object_object_add(o, "message", json_object_new_string(msg));
 	}
 	free(res);

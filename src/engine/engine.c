@@ -41,12 +41,13 @@
 /*
  * Blocking executors: as many as requests may be at the store (max_inflight,
  * up to this), so a dispatched request never waits for a thread; idle ones
- * cost nothing.
+ * cost nothing. A reload that raises max_inflight starts more; one that
+ * lowers it leaves them idle.
  */
 #define EXECUTORS_MAX 64u
+#define EXECUTORS_MIN 2u
 #define KERNEL_QUEUE_EVERY_NS 1000000000u
 #define TRIM_EVERY_NS 1000000000u
-#define EXECUTORS_MIN 2u
 /* Nobody, or several tenants, have requests (engine.meta_sole). */
 #define META_NOBODY UINT32_MAX
 #define META_MANY (UINT32_MAX - 1)
@@ -166,7 +167,6 @@ struct engine {
 	 * blocks on one. They take dispatched requests in order and finish them.
 	 */
 	pthread_t blocking_threads[EXECUTORS_MAX];
-	uint32_t blocking_count;
 	uint32_t blocking_started;
 	uint32_t executors_running;    /* under blocking_lock: the first one also trims buffers */
 	pthread_mutex_t blocking_lock;
@@ -939,6 +939,25 @@ static void *blocking_main(void *arg)
 	return NULL;
 }
 
+/* max_inflight within EXECUTORS_MIN..EXECUTORS_MAX. */
+static uint32_t executors_wanted(const struct engine *e)
+{
+	uint32_t n = e->params.sched.max_inflight;
+	return n < EXECUTORS_MIN ? EXECUTORS_MIN : n > EXECUTORS_MAX ? EXECUTORS_MAX : n;
+}
+
+/* Up to executors_wanted; 0 or the error of the first that did not start.
+ * On the reactor once it runs (apply_reload), before that engine_start. */
+static int start_executors(struct engine *e)
+{
+	for (uint32_t want = executors_wanted(e); e->blocking_started < want; e->blocking_started++) {
+		int r = pthread_create(&e->blocking_threads[e->blocking_started], NULL, blocking_main, e);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 static void run_blocking(struct engine *e, struct engine_req *er)
 {
 	er->next = NULL;
@@ -1231,11 +1250,21 @@ static void apply_reload(struct engine *e)
 	pthread_mutex_lock(&e->reload_lock);
 	struct engine_params p = e->reloaded;
 	pthread_mutex_unlock(&e->reload_lock);
-	/* The ring, the executors and the kernel's queue were sized for the mount's. */
-	if (p.sched.max_inflight > e->params.sched.max_inflight)
-		p.sched.max_inflight = e->params.sched.max_inflight;
 	if (sched_reload(e->sched, &p.sched) != 0)
 		return;
+	/*
+	 * A depth past the mount's: the ring was sized for the mount's, so its
+	 * submission queue fills sooner (get_sqe submits what it holds) and
+	 * completions past its completion queue wait in the kernel's overflow
+	 * list (IORING_FEAT_NODROP), which the next submit flushes: none is
+	 * lost. The executors are started here, the kernel's queue follows at
+	 * its next sizing (kernel_queue_min).
+	 */
+	e->params.sched.max_inflight = p.sched.max_inflight;
+	int r = start_executors(e);
+	if (r)
+		fuse_log(FUSE_LOG_WARNING, "fusesched: %u executors of %u started: %s\n",
+			 e->blocking_started, executors_wanted(e), strerror(r));
 	if (!e->wait_by_poll)
 		e->params.busy_poll_ns = p.busy_poll_ns;
 	publish_settings(e);
@@ -1517,9 +1546,6 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	e->held_writes_per_tenant = p->max_held_writes > 4 ? p->max_held_writes / 4 : p->max_held_writes;
 	e->per_tenant = calloc(e->max_tenants ? e->max_tenants : 1, sizeof(*e->per_tenant));
 	atomic_init(&e->meta_sole, META_NOBODY);
-	e->blocking_count = p->sched.max_inflight < EXECUTORS_MIN ? EXECUTORS_MIN
-			    : p->sched.max_inflight > EXECUTORS_MAX ? EXECUTORS_MAX
-			    : p->sched.max_inflight;
 	if (!e->per_tenant) {
 		free(e);
 		snprintf(err, err_bytes, "out of memory");
@@ -1626,15 +1652,12 @@ int engine_start(struct engine *e)
 		register_buffers(e);
 	e->blocking_stop = false;
 	atomic_store(&e->stopping, false);
-	for (; e->blocking_started < e->blocking_count; e->blocking_started++) {
-		int r = pthread_create(&e->blocking_threads[e->blocking_started], NULL,
-				       blocking_main, e);
-		if (r) {
-			blocking_stop(e);
-			return -r;
-		}
+	int r = start_executors(e);
+	if (r) {
+		blocking_stop(e);
+		return -r;
 	}
-	int r = pthread_create(&e->thread, NULL, reactor_main, e);
+	r = pthread_create(&e->thread, NULL, reactor_main, e);
 	if (r) {
 		blocking_stop(e);
 		return -r;

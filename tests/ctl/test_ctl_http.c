@@ -422,7 +422,6 @@ START_TEST(a_reload_moves_starts_and_stops_the_listener)
 	ck_assert_uint_ne(moved, first);
 	snprintf(text, sizeof(text), "[metrics]\nlisten = 127.0.0.1:%u\n", moved);
 	ck_assert_msg(reload_with(&m, text, &out) == 0, "reload: %s", out);
-	ck_assert_msg(!strstr(out, "next mount"), "%s", out);
 	free(out);
 	assert_serves(moved);
 	ck_assert_int_eq(tcp_connect(AF_INET, first), -ECONNREFUSED);

@@ -329,7 +329,6 @@ START_TEST(a_reload_gives_the_socket_to_its_group_and_takes_it_back)
 	assert_stat_group(&m, "");
 
 	ck_assert_msg(ctl_test_reload(m.mnt, conf, "[control]\ngroup = 4321\n", &out) == 0, "%s", out);
-	ck_assert_msg(!strstr(out, "next mount"), "%s", out);
 	free(out);
 	ck_assert_int_eq(stat(sock, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0660);
@@ -400,7 +399,6 @@ START_TEST(a_reload_moves_the_socket)
 
 	snprintf(text, sizeof(text), "[control]\nsocket = %s\ngroup = 4321\n", moved);
 	ck_assert_msg(ctl_test_reload(m.mnt, conf, text, &out) == 0, "%s", out);
-	ck_assert_msg(!strstr(out, "next mount"), "%s", out);
 	free(out);
 	ck_assert_int_eq(lstat(moved, &st), 0);
 	ck_assert(S_ISSOCK(st.st_mode));

@@ -137,6 +137,8 @@ static int64_t report_kernel_waiting(void *arg)
 /* Where set, the scheduler's cost model prices dsync writes at this many a
  * second (and nothing else). */
 static uint32_t dsync_model_iops;
+/* Where set, the engine is mounted with this max_inflight. */
+static uint32_t mount_max_inflight;
 
 static void engine_up_sized(bool solo, uint32_t max_held_writes, bool kernel_queue_sized)
 {
@@ -151,6 +153,8 @@ static void engine_up_sized(bool solo, uint32_t max_held_writes, bool kernel_que
 	p.reply = record_answer;
 	p.solo_requests = solo;
 	p.max_held_writes = max_held_writes;
+	if (mount_max_inflight)
+		p.sched.max_inflight = mount_max_inflight;
 	if (dsync_model_iops) {
 		p.sched.model_iops[SCHED_COST_DSYNC] = dsync_model_iops;
 		p.sched.model_bytes_per_s[SCHED_COST_DSYNC] = 1000000000ull;
@@ -668,20 +672,13 @@ START_TEST(stop_drains_every_request)
 END_TEST
 
 /*
- * A copy that blocks (its source on a FUSE filesystem that stalls reads)
- * leaves other requests flowing: it runs on a blocking executor, never on
- * the reactor, which keeps dispatching.
+ * eiofs serving scratch/source (made here) at scratch/stalling: reads of a
+ * file there wait while source/NAME.stall exists, a store that hangs. Its pid.
  */
-START_TEST(a_blocked_copy_leaves_other_requests_flowing)
+static pid_t stalling_store_up(char *source, char *stalling, size_t bytes)
 {
-	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0) {
-		fprintf(stderr, "SKIP: a_blocked_copy_leaves_other_requests_flowing: needs root and /dev/fuse\n");
-		return;
-	}
-	engine_up(false, 16);
-	char source[300], stalling[300];
-	snprintf(source, sizeof(source), "%s/source", scratch);
-	snprintf(stalling, sizeof(stalling), "%s/stalling", scratch);
+	snprintf(source, bytes, "%s/source", scratch);
+	snprintf(stalling, bytes, "%s/stalling", scratch);
 	ck_assert_int_eq(mkdir(source, 0755), 0);
 	ck_assert_int_eq(mkdir(stalling, 0755), 0);
 	leftovers_add_mount(stalling);
@@ -695,17 +692,55 @@ START_TEST(a_blocked_copy_leaves_other_requests_flowing)
 		ck_assert_msg(waited_ms < ANSWER_WAIT_MS, "eiofs did not mount");
 		usleep(10000);
 	}
-	char in_path[400], out_path[400], stall_marker[400];
-	snprintf(in_path, sizeof(in_path), "%s/in", stalling);
-	snprintf(out_path, sizeof(out_path), "%s/out", stalling);
+	return eiofs;
+}
+
+static void stalling_store_down(const char *stalling, pid_t eiofs)
+{
+	test_sh("fusermount3 -u '%s'", stalling);
+	waitpid(eiofs, NULL, 0);
+}
+
+/* A file at path opened for the engine, as its opener. */
+static void open_at(const char *path, struct datapath_file *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->opener_pid = getpid();
+	f->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_int_ge(f->fd, 0);
+	ck_assert_int_eq(dp->file_opened(dp, f), 0);
+}
+
+static fuse_req_t submit_copy(struct datapath_file *in, struct datapath_file *out, uint64_t bytes)
+{
+	fuse_req_t token = new_token();
+	const struct datapath_req r = {.req = token, .op = DATAPATH_COPY_RANGE, .file = in,
+				       .size_bytes = bytes, .file_out = out, .pid = getpid()};
+	dp->submit(dp, &r);
+	return token;
+}
+
+/*
+ * A copy that blocks (its source on a FUSE filesystem that stalls reads)
+ * leaves other requests flowing: it runs on a blocking executor, never on
+ * the reactor, which keeps dispatching.
+ */
+START_TEST(a_blocked_copy_leaves_other_requests_flowing)
+{
+	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0) {
+		fprintf(stderr, "SKIP: a_blocked_copy_leaves_other_requests_flowing: needs root and /dev/fuse\n");
+		return;
+	}
+	engine_up(false, 16);
+	char source[300], stalling[300];
+	pid_t eiofs = stalling_store_up(source, stalling, sizeof(source));
+	char path[400], stall_marker[400];
+	struct datapath_file in, out, other;
+	snprintf(path, sizeof(path), "%s/in", stalling);
+	open_at(path, &in);
+	snprintf(path, sizeof(path), "%s/out", stalling);
+	open_at(path, &out);
 	snprintf(stall_marker, sizeof(stall_marker), "%s/in.stall", source);
-	struct datapath_file in = {.opener_pid = getpid()}, out = {.opener_pid = getpid()}, other;
-	in.fd = open(in_path, O_RDWR | O_CREAT, 0644);
-	out.fd = open(out_path, O_RDWR | O_CREAT, 0644);
-	ck_assert_int_ge(in.fd, 0);
-	ck_assert_int_ge(out.fd, 0);
-	ck_assert_int_eq(dp->file_opened(dp, &in), 0);
-	ck_assert_int_eq(dp->file_opened(dp, &out), 0);
 	unsigned char data[65536];
 	fill(data, sizeof(data), 9);
 	ck_assert_int_eq(pwrite(in.fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
@@ -713,11 +748,7 @@ START_TEST(a_blocked_copy_leaves_other_requests_flowing)
 	ck_assert_int_eq(pwrite(other.fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
 
 	test_write_file(stall_marker, "");
-	fuse_req_t copy = new_token();
-	const struct datapath_req r = {.req = copy, .op = DATAPATH_COPY_RANGE, .file = &in,
-				       .size_bytes = sizeof(data), .file_out = &out,
-				       .pid = getpid()};
-	dp->submit(dp, &r);
+	fuse_req_t copy = submit_copy(&in, &out, sizeof(data));
 	struct answer read = wait_answer(submit(&other, DATAPATH_READ, 0, sizeof(data), NULL));
 	ck_assert_int_eq(read.bytes, sizeof(data));
 	ck_assert_msg(!is_answered(copy), "the copy was not blocked: the test proves nothing");
@@ -731,8 +762,112 @@ START_TEST(a_blocked_copy_leaves_other_requests_flowing)
 	dp->file_released(dp, &out);
 	close(in.fd);
 	close(out.fd);
-	test_sh("fusermount3 -u '%s'", stalling);
-	waitpid(eiofs, NULL, 0);
+	stalling_store_down(stalling, eiofs);
+	engine_down();
+}
+END_TEST
+
+static void reload_max_inflight(uint32_t max_inflight)
+{
+	struct engine_params p;
+	engine_params_default(&p);
+	p.reply = record_answer;
+	p.sched.max_inflight = max_inflight;
+	engine_reload(engine, &p);
+}
+
+/*
+ * A reload past the mounted max_inflight deepens the store live, with the
+ * executors to run it: two copies whose source stalls hold both slots of a
+ * mount of 2 and both of its executors; a third copy waits for a slot until
+ * the reload to 4, and then runs on an executor started for it while the
+ * first two still hang.
+ */
+START_TEST(a_reload_past_the_mounted_depth_takes_effect)
+{
+	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0) {
+		fprintf(stderr, "SKIP: a_reload_past_the_mounted_depth_takes_effect: needs root and /dev/fuse\n");
+		return;
+	}
+	mount_max_inflight = 2;
+	engine_up(false, 16);
+	mount_max_inflight = 0;
+	char source[300], stalling[300], path[400], stall_marker[400];
+	pid_t eiofs = stalling_store_up(source, stalling, sizeof(source));
+	unsigned char data[65536];
+	fill(data, sizeof(data), 5);
+	enum { IN_STALLED, IN_FREE, OUT_A, OUT_B, OUT_C, NFILES };
+	static const char *const names[NFILES] = { "in", "free", "a", "b", "c" };
+	struct datapath_file f[NFILES];
+	for (int i = 0; i < NFILES; i++) {
+		snprintf(path, sizeof(path), "%s/%s", stalling, names[i]);
+		open_at(path, &f[i]);
+	}
+	ck_assert_int_eq(pwrite(f[IN_STALLED].fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	ck_assert_int_eq(pwrite(f[IN_FREE].fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	snprintf(stall_marker, sizeof(stall_marker), "%s/in.stall", source);
+	test_write_file(stall_marker, "");
+
+	fuse_req_t a = submit_copy(&f[IN_STALLED], &f[OUT_A], sizeof(data));
+	fuse_req_t b = submit_copy(&f[IN_STALLED], &f[OUT_B], sizeof(data));
+	fuse_req_t c = submit_copy(&f[IN_FREE], &f[OUT_C], sizeof(data));
+	usleep(300 * 1000);
+	ck_assert_msg(!is_answered(c), "a third copy ran with max_inflight 2");
+	ck_assert_msg(!is_answered(a) && !is_answered(b), "the stalled copies did not stall");
+
+	reload_max_inflight(4);
+	struct answer copied = wait_answer(c);
+	ck_assert_int_eq(copied.err, 0);
+	ck_assert_int_eq(copied.bytes, sizeof(data));
+	ck_assert_msg(!is_answered(a) && !is_answered(b), "the stalled copies did not stall");
+
+	unlink(stall_marker);
+	ck_assert_int_eq(wait_answer(a).bytes, sizeof(data));
+	ck_assert_int_eq(wait_answer(b).bytes, sizeof(data));
+	for (int i = 0; i < NFILES; i++) {
+		dp->file_released(dp, &f[i]);
+		close(f[i].fd);
+	}
+	stalling_store_down(stalling, eiofs);
+	engine_down();
+}
+END_TEST
+
+/*
+ * The ring is sized for the mounted depth; deeper after a reload, the
+ * completions past its completion queue wait in the kernel's overflow
+ * list, and none is lost: a burst of many times the ring's size, each
+ * write answered once and on disk.
+ */
+START_TEST(a_depth_past_the_ring_loses_nothing)
+{
+	mount_max_inflight = 2;
+	engine_up(false, 0); /* copied writes: submit returns before they run */
+	mount_max_inflight = 0;
+	reload_max_inflight(1024);
+	struct datapath_file f;
+	open_file("deep", O_RDWR, &f);
+	enum { WRITES = 2048 };
+	unsigned char block[4096];
+	/* A first write lets the reactor apply the reload before the burst. */
+	fill(block, sizeof(block), 0);
+	ck_assert_int_eq(wait_answer(submit(&f, DATAPATH_WRITE, 0, sizeof(block), block)).err, 0);
+	for (unsigned i = 1; i < WRITES; i++) {
+		fill(block, sizeof(block), i);
+		submit(&f, DATAPATH_WRITE, (uint64_t)i * sizeof(block), sizeof(block), block);
+	}
+	for (uint32_t i = 0; i < WRITES; i++) {
+		struct answer w = wait_answer((fuse_req_t)(uintptr_t)(i + 1));
+		ck_assert_msg(w.err == 0 && w.bytes == sizeof(block), "write %u: %d, %llu bytes", i,
+			      w.err, (unsigned long long)w.bytes);
+	}
+	for (unsigned i = 0; i < WRITES; i++) {
+		unsigned char want[4096], got[4096];
+		fill(want, sizeof(want), i);
+		ck_assert_int_eq(pread(f.fd, got, sizeof(got), (off_t)i * 4096), (ssize_t)sizeof(got));
+		ck_assert_int_eq(memcmp(got, want, sizeof(want)), 0);
+	}
+	close_file(&f);
 	engine_down();
 }
 END_TEST
@@ -813,6 +948,8 @@ static Suite *engine_unit_suite(void)
 	tcase_add_test(tc, copy_file_range_in_pieces);
 	tcase_add_test(tc, stop_drains_every_request);
 	tcase_add_test(tc, a_blocked_copy_leaves_other_requests_flowing);
+	tcase_add_test(tc, a_reload_past_the_mounted_depth_takes_effect);
+	tcase_add_test(tc, a_depth_past_the_ring_loses_nothing);
 	tcase_add_test(tc, metadata_handed_over_runs_once_on_an_executor);
 	suite_add_tcase(s, tc);
 	return s;
