@@ -645,6 +645,17 @@ START_TEST(copy_file_range_in_pieces)
 }
 END_TEST
 
+/* The first count 4 KiB blocks of f hold fill()'s bytes of seeds 0, 1, ... */
+static void assert_blocks_filled(const struct datapath_file *f, unsigned count)
+{
+	for (unsigned i = 0; i < count; i++) {
+		unsigned char want[4096], got[4096];
+		fill(want, sizeof(want), i);
+		ck_assert_int_eq(pread(f->fd, got, sizeof(got), (off_t)i * 4096), (ssize_t)sizeof(got));
+		ck_assert_int_eq(memcmp(got, want, sizeof(want)), 0);
+	}
+}
+
 /* Everything taken is answered, and written, by the time stop returns. */
 START_TEST(stop_drains_every_request)
 {
@@ -660,12 +671,7 @@ START_TEST(stop_drains_every_request)
 	engine_stop(engine);
 	for (uint32_t i = 0; i < WRITES; i++)
 		ck_assert_msg(is_answered((fuse_req_t)(uintptr_t)(i + 1)), "write %u not answered", i);
-	for (unsigned i = 0; i < WRITES; i++) {
-		unsigned char want[4096], got[4096];
-		fill(want, sizeof(want), i);
-		ck_assert_int_eq(pread(f.fd, got, sizeof(got), (off_t)i * 4096), (ssize_t)sizeof(got));
-		ck_assert_int_eq(memcmp(got, want, sizeof(want)), 0);
-	}
+	assert_blocks_filled(&f, WRITES);
 	close_file(&f);
 	engine_down();
 }
@@ -861,12 +867,7 @@ START_TEST(a_depth_past_the_ring_loses_nothing)
 		ck_assert_msg(w.err == 0 && w.bytes == sizeof(block), "write %u: %d, %llu bytes", i,
 			      w.err, (unsigned long long)w.bytes);
 	}
-	for (unsigned i = 0; i < WRITES; i++) {
-		unsigned char want[4096], got[4096];
-		fill(want, sizeof(want), i);
-		ck_assert_int_eq(pread(f.fd, got, sizeof(got), (off_t)i * 4096), (ssize_t)sizeof(got));
-		ck_assert_int_eq(memcmp(got, want, sizeof(want)), 0);
-	}
+	assert_blocks_filled(&f, WRITES);
 	close_file(&f);
 	engine_down();
 }
