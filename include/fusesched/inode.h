@@ -35,7 +35,8 @@ struct inode_table;
 /*
  * Takes ownership of root_fd (an O_PATH directory descriptor). cached_fds_max
  * bounds the descriptors of evictable nodes (at least 1); pinned descriptors
- * (requests in flight, open files) may exceed it until they are put.
+ * (requests in flight, open files) may exceed it until they are put. Nodes
+ * without a handle get the same bound, kept by the kernel (prune_pick).
  */
 int inode_table_new(int root_fd, uint32_t cached_fds_max, struct inode_table **out);
 void inode_table_free(struct inode_table *table);
@@ -77,6 +78,21 @@ void inode_table_fd_drop(struct inode_table *table, uint64_t node_id);
  * many were closed (0: retrying will not help).
  */
 uint32_t inode_table_fds_release(struct inode_table *table, uint32_t count);
+
+/*
+ * Nodes on a backing filesystem without file handles that reopen (FUSE,
+ * overlayfs without nfs_export) keep their descriptor for as long as the
+ * kernel keeps the node, so the kernel's inode cache, not the daemon,
+ * bounds them. Past cached_fds_max of those (not held open, not pinned),
+ * prune_due is true and prune_pick names up to max of the least recently
+ * used to ask the kernel to forget (FUSE_NOTIFY_PRUNE): down to seven
+ * eighths of the bound, or as many as it finds when short_of_fds (the
+ * caller hit EMFILE). A named node stays until the kernel forgets it, and is
+ * named again only after a pass of the clock. Returns how many it named.
+ */
+bool inode_table_prune_due(struct inode_table *table);
+uint32_t inode_table_prune_pick(struct inode_table *table, bool short_of_fds, uint64_t *ids,
+				uint32_t max);
 
 /*
  * Close-to-open validation of the kernel's page cache of a regular file:

@@ -657,6 +657,7 @@ static ssize_t channel_read(int fd, void *buf, size_t buf_bytes, void *userdata)
 		running_valid = false;
 		dp->meta_ran(dp, &running);
 	}
+	fs_prune_nodes(channel_fs, false); /* this worker's request is answered */
 	for (;;) {
 		ssize_t n = read_request(dp, fd, buf, buf_bytes);
 		request_drops_privs = request_is_tmpfile = false;

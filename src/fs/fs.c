@@ -5,6 +5,7 @@
 #include "fusesched/watch.h"
 
 #include <errno.h>
+#include <linux/fuse.h>
 #include <linux/magic.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -297,8 +299,51 @@ bool fs_reclaim_fds(struct fs *fs, int err)
 	bool pipes = fs_channel_give_up_pipes() > 0; /* the first to go: only a saving */
 	if (inode_table_fds_release(fs->inodes, RECLAIM_FDS) > 0 || pipes)
 		return true;
+	/* Nodes without handles give theirs back once the kernel forgets them: not in time for this open. */
+	fs_prune_nodes(fs, true);
 	log_fd_exhausted(fs, err);
 	return false;
+}
+
+/* FUSE_NOTIFY_PRUNE (protocol 7.45, kernel 6.18), beyond libfuse 3.14's header. */
+#define FS_FUSE_NOTIFY_PRUNE 9
+struct fs_notify_prune_out {
+	uint32_t count;
+	uint32_t padding;
+	uint64_t spare;
+};
+/* Node ids per notification (the kernel takes them 512 at a time). */
+#define PRUNE_BATCH 256u
+
+void fs_prune_nodes(struct fs *fs, bool short_of_fds)
+{
+	if (!fs->session || atomic_load_explicit(&fs->prune_refused, memory_order_relaxed))
+		return;
+	if (!short_of_fds && !inode_table_prune_due(fs->inodes))
+		return;
+	uint64_t now_ns = clock_now_ns();
+	uint64_t last = atomic_load_explicit(&fs->pruned_ns, memory_order_relaxed);
+	if (!short_of_fds && now_ns < last + FS_PRUNE_INTERVAL_MS * 1000000u)
+		return;
+	if (!atomic_compare_exchange_strong(&fs->pruned_ns, &last, now_ns) && !short_of_fds)
+		return; /* another worker prunes this round */
+	uint64_t ids[PRUNE_BATCH];
+	uint32_t count = inode_table_prune_pick(fs->inodes, short_of_fds, ids, PRUNE_BATCH);
+	if (!count)
+		return;
+	struct fs_notify_prune_out arg = {.count = count};
+	struct fuse_out_header h = {
+		.len = (uint32_t)(sizeof(h) + sizeof(arg) + count * sizeof(ids[0])),
+		.error = FS_FUSE_NOTIFY_PRUNE,
+	};
+	struct iovec iov[] = {{&h, sizeof(h)}, {&arg, sizeof(arg)}, {ids, count * sizeof(ids[0])}};
+	if (writev(fuse_session_fd(fs->session), iov, 3) >= 0 || (errno != EINVAL && errno != ENOSYS))
+		return;
+	if (!atomic_exchange(&fs->prune_refused, true))
+		fuse_log(FUSE_LOG_WARNING,
+			 "fusesched: the kernel cannot be asked to forget inodes (FUSE_NOTIFY_PRUNE, "
+			 "Linux 6.18): on this backing filesystem without file handles the daemon "
+			 "keeps a descriptor for every inode the kernel caches, until it forgets them\n");
 }
 
 static int open_path_at(struct fs *fs, int dir_fd, const char *name)

@@ -39,6 +39,8 @@ struct fs {
 	atomic_uint_fast64_t privs_epoch;
 	atomic_bool root_alias_armed; /* fs_root_alias_arm: the next lookup of its name answers it */
 	atomic_bool root_alias_used;  /* the kernel walks the root as FS_ROOT_ALIAS_ID */
+	atomic_uint_fast64_t pruned_ns; /* when the kernel was last asked to forget nodes */
+	atomic_bool prune_refused;    /* the kernel cannot (before FUSE_NOTIFY_PRUNE, 7.45) */
 };
 
 /* An open regular file: fuse_file_info.fh points at one. */
@@ -166,6 +168,18 @@ bool fs_caller_has_capability(fuse_req_t req, int capability);
  * Otherwise open files hold every descriptor, and that is logged.
  */
 bool fs_reclaim_fds(struct fs *fs, int err);
+
+/*
+ * Asks the kernel to forget the least recently used nodes that hold a
+ * descriptor for want of a file handle, when there are more of those than
+ * the inode table's bound (inode_table_prune_pick), or any when
+ * short_of_fds. At most once per FS_PRUNE_INTERVAL_MS unless short_of_fds.
+ * The forgets come back as requests, which close the descriptors. Call
+ * with no request of one's own unanswered, if it can wait (the kernel may
+ * write back what a forgotten inode still held).
+ */
+#define FS_PRUNE_INTERVAL_MS 10u
+void fs_prune_nodes(struct fs *fs, bool short_of_fds);
 
 /* Looks name up below parent and takes one kernel lookup reference. */
 int fs_lookup_entry(struct fs *fs, fuse_ino_t parent, const char *name,

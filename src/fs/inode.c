@@ -1,6 +1,9 @@
 /*
  * Inode table: slot-indexed node ids, (dev, ino) hash, file handles and a
- * bounded clock cache of O_PATH descriptors.
+ * bounded clock cache of O_PATH descriptors. Nodes without a handle that
+ * reopens keep their descriptor as long as the kernel keeps them; a second
+ * clock ring over those picks the ones to ask the kernel to forget when
+ * they pass the same bound (inode_table_prune_pick).
  *
  * Pin protocol between fd_get (lock-free) and the evictor (table lock):
  *   getter:  pins += 1;           then read fd
@@ -52,8 +55,8 @@ struct inode_slot {
 	uint64_t nlookup;
 	uint64_t generation;
 	uint32_t next;             /* hash chain, or free list when free */
-	uint32_t clock_prev;       /* ring of evictable slots holding a descriptor; */
-	uint32_t clock_next;       /* 0 when not on it */
+	uint32_t clock_prev;       /* ring of the slots holding a descriptor, not held */
+	uint32_t clock_next;       /* (the cache or the kept ring); 0 when not on it */
 	uint32_t mount;            /* index into mounts, or NO_MOUNT */
 	uint32_t holds;            /* open files: their node's descriptor stays off the ring */
 	struct file_handle *handle;
@@ -86,6 +89,12 @@ struct inode_mount {
 	uint32_t nodes;            /* 0: entry unused */
 };
 
+/* A clock ring of slots, linked through clock_prev/clock_next. */
+struct fd_ring {
+	uint32_t hand;             /* a slot on the ring, 0: ring empty */
+	uint32_t count;            /* slots on the ring */
+};
+
 struct inode_table {
 	pthread_mutex_t lock;
 	_Atomic(struct inode_slot *) chunks[MAX_CHUNKS];
@@ -96,9 +105,10 @@ struct inode_table {
 	uint64_t live;
 	struct inode_mount *mounts;
 	uint32_t mount_count;
-	uint32_t clock_hand;       /* a slot on the ring, 0: ring empty */
-	uint32_t cached_fds;       /* slots on the ring */
-	uint32_t cached_fds_max;
+	struct fd_ring cache;      /* evictable slots' cached descriptors */
+	struct fd_ring kept;       /* descriptors of slots without a handle (root and held: off it) */
+	atomic_uint kept_fds;      /* kept.count, read without the lock */
+	uint32_t cached_fds_max;   /* bound of each ring */
 };
 
 /* Descriptors to close once the table lock is dropped (a last close can be slow). */
@@ -205,34 +215,46 @@ static void chain_remove(struct inode_table *t, uint32_t id, const struct inode_
 		*link = s->next;
 }
 
-/* The clock ring (caller holds the lock). New entries go just behind the hand. */
+/* The ring a slot holding a descriptor belongs on. */
+static struct fd_ring *ring_of(struct inode_table *t, const struct inode_slot *s)
+{
+	return s->evictable ? &t->cache : &t->kept;
+}
+
+/* Caller holds the lock. New entries go just behind the hand. */
 static void ring_insert(struct inode_table *t, uint32_t id, struct inode_slot *s)
 {
-	if (!t->clock_hand) {
+	struct fd_ring *r = ring_of(t, s);
+	if (!r->hand) {
 		s->clock_prev = s->clock_next = id;
-		t->clock_hand = id;
+		r->hand = id;
 	} else {
-		struct inode_slot *hand = slot_at(t, t->clock_hand);
-		s->clock_next = t->clock_hand;
+		struct inode_slot *hand = slot_at(t, r->hand);
+		s->clock_next = r->hand;
 		s->clock_prev = hand->clock_prev;
 		slot_at(t, hand->clock_prev)->clock_next = id;
 		hand->clock_prev = id;
 	}
-	t->cached_fds++;
+	r->count++;
+	if (r == &t->kept)
+		atomic_store_explicit(&t->kept_fds, r->count, memory_order_relaxed);
 }
 
 static void ring_remove(struct inode_table *t, uint32_t id, struct inode_slot *s)
 {
+	struct fd_ring *r = ring_of(t, s);
 	if (s->clock_next == id) {
-		t->clock_hand = 0;
+		r->hand = 0;
 	} else {
 		slot_at(t, s->clock_prev)->clock_next = s->clock_next;
 		slot_at(t, s->clock_next)->clock_prev = s->clock_prev;
-		if (t->clock_hand == id)
-			t->clock_hand = s->clock_next;
+		if (r->hand == id)
+			r->hand = s->clock_next;
 	}
 	s->clock_prev = s->clock_next = 0;
-	t->cached_fds--;
+	r->count--;
+	if (r == &t->kept)
+		atomic_store_explicit(&t->kept_fds, r->count, memory_order_relaxed);
 }
 
 /* Caller holds the lock. Installs fd as the cached descriptor of an evictable slot. */
@@ -252,23 +274,23 @@ static void cache_install(struct inode_table *t, uint32_t id, struct inode_slot 
  */
 static void clock_evict(struct inode_table *t, uint32_t target, struct fd_batch *b)
 {
-	uint64_t steps = 2 * (uint64_t)t->cached_fds;
-	while (t->cached_fds > target && b->count < CLOSE_BATCH && steps-- > 0) {
-		uint32_t id = t->clock_hand;
+	uint64_t steps = 2 * (uint64_t)t->cache.count;
+	while (t->cache.count > target && b->count < CLOSE_BATCH && steps-- > 0) {
+		uint32_t id = t->cache.hand;
 		struct inode_slot *s = slot_at(t, id);
 		if (atomic_load_explicit(&s->referenced, memory_order_relaxed)) {
 			atomic_store_explicit(&s->referenced, false, memory_order_relaxed);
-			t->clock_hand = s->clock_next;
+			t->cache.hand = s->clock_next;
 			continue;
 		}
 		if (atomic_load(&s->pins) != 0) { /* in use: do not even hide it */
-			t->clock_hand = s->clock_next;
+			t->cache.hand = s->clock_next;
 			continue;
 		}
 		int fd = atomic_exchange(&s->fd, -1);
 		if (atomic_load(&s->pins) != 0) {
 			atomic_store(&s->fd, fd); /* a getter read it before the swap */
-			t->clock_hand = s->clock_next;
+			t->cache.hand = s->clock_next;
 			continue;
 		}
 		ring_remove(t, id, s); /* moves the hand on */
@@ -421,10 +443,15 @@ static int slot_publish(struct inode_table *t, int fd, const struct stat *st, bo
 	uint32_t h = hash_dev_ino(s->dev, s->ino, t->bucket_count);
 	s->next = t->buckets[h];
 	t->buckets[h] = id;
-	if (s->evictable)
+	if (s->evictable) {
 		cache_install(t, id, s, fd);
-	else
+	} else {
 		atomic_store(&s->fd, fd);
+		if (!pinned) {
+			atomic_store_explicit(&s->referenced, true, memory_order_relaxed);
+			ring_insert(t, id, s);
+		}
+	}
 	t->live++;
 	*id_out = id;
 	return 0;
@@ -616,9 +643,10 @@ void inode_table_fd_drop(struct inode_table *t, uint64_t node_id)
 	struct fd_batch b = {.count = 0};
 	pthread_mutex_lock(&t->lock);
 	struct inode_slot *s = slot_at(t, node_id);
-	if (--s->holds == 0 && s->evictable) {
+	if (--s->holds == 0 && node_id != ROOT_NODE_ID && atomic_load(&s->fd) >= 0) {
 		ring_insert(t, (uint32_t)node_id, s);
-		clock_evict(t, t->cached_fds_max, &b);
+		if (s->evictable)
+			clock_evict(t, t->cached_fds_max, &b);
 	}
 	pthread_mutex_unlock(&t->lock);
 	fd_batch_close(&b);
@@ -632,7 +660,7 @@ uint32_t inode_table_fds_release(struct inode_table *t, uint32_t count)
 		struct fd_batch b = {.count = 0};
 		pthread_mutex_lock(&t->lock);
 		uint32_t want = count - closed;
-		clock_evict(t, t->cached_fds > want ? t->cached_fds - want : 0, &b);
+		clock_evict(t, t->cache.count > want ? t->cache.count - want : 0, &b);
 		pthread_mutex_unlock(&t->lock);
 		closed += b.count;
 		bool more = b.count == CLOSE_BATCH && closed < count;
@@ -640,6 +668,45 @@ uint32_t inode_table_fds_release(struct inode_table *t, uint32_t count)
 		if (!more)
 			return closed;
 	}
+}
+
+bool inode_table_prune_due(struct inode_table *t)
+{
+	return atomic_load_explicit(&t->kept_fds, memory_order_relaxed) > t->cached_fds_max;
+}
+
+uint32_t inode_table_prune_pick(struct inode_table *t, bool short_of_fds, uint64_t *ids,
+				uint32_t max)
+{
+	pthread_mutex_lock(&t->lock);
+	/* Down to seven eighths of the bound, so that the next round is a batch away. */
+	uint32_t low = t->cached_fds_max - t->cached_fds_max / 8;
+	uint32_t want = short_of_fds ? t->kept.count : t->kept.count > low ? t->kept.count - low : 0;
+	if (!short_of_fds && t->kept.count <= t->cached_fds_max)
+		want = 0;
+	if (want > max)
+		want = max;
+	uint32_t picked = 0;
+	uint64_t steps = 2 * (uint64_t)t->kept.count;
+	while (picked < want && steps-- > 0) {
+		uint32_t id = t->kept.hand;
+		struct inode_slot *s = slot_at(t, id);
+		t->kept.hand = s->clock_next;
+		if (atomic_load_explicit(&s->referenced, memory_order_relaxed)) {
+			atomic_store_explicit(&s->referenced, false, memory_order_relaxed);
+			continue;
+		}
+		if (atomic_load(&s->pins) != 0)
+			continue;
+		ids[picked++] = id;
+		/*
+		 * The kernel's forget comes later, or never (an inode in use stays):
+		 * a pass of the hand before it is asked for again.
+		 */
+		atomic_store_explicit(&s->referenced, true, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return picked;
 }
 
 uint64_t inode_table_find(struct inode_table *t, dev_t dev, ino_t ino)

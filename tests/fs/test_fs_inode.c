@@ -309,6 +309,66 @@ START_TEST(filesystems_without_handles_keep_descriptors)
 }
 END_TEST
 
+static bool named(const uint64_t *list, uint32_t count, uint64_t id)
+{
+	for (uint32_t i = 0; i < count; i++)
+		if (list[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * Past the bound, nodes without handles are named for the kernel to forget,
+ * least recently used first, never one pinned by a request or held open;
+ * once forgotten they are under the bound and nothing more is named.
+ */
+START_TEST(nodes_without_handles_past_the_bound_are_named_to_forget)
+{
+	int proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(proc_fd, 0);
+	struct inode_table *t = NULL;
+	ck_assert_int_eq(inode_table_new(proc_fd, 2, &t), 0);
+	const char *names[] = {"meminfo", "cpuinfo", "uptime", "version", "stat", "filesystems"};
+	uint64_t node[6];
+	for (int i = 0; i < 6; i++) {
+		struct stat st;
+		node[i] = insert_at(t, proc_fd, names[i], &st);
+	}
+	ck_assert(inode_table_prune_due(t));
+	ck_assert_int_ge(inode_table_fd_get(t, node[0]), 0);  /* a request in flight */
+	ck_assert_int_ge(inode_table_fd_hold(t, node[1]), 0); /* an open file */
+	/*
+	 * Five on the ring (the held one is off it), bound 2: three named, after
+	 * one pass of the hand over nodes all used just now.
+	 */
+	uint64_t named_ids[16];
+	uint32_t n = inode_table_prune_pick(t, false, named_ids, 16);
+	ck_assert_uint_eq(n, 3);
+	ck_assert(!named(named_ids, n, node[0]));
+	ck_assert(!named(named_ids, n, node[1]));
+	/* Until the kernel forgets them the table is still over its bound. */
+	n = inode_table_prune_pick(t, false, named_ids, 16);
+	ck_assert_uint_ge(n, 1);
+	ck_assert(!named(named_ids, n, node[0]));
+	ck_assert(!named(named_ids, n, node[1]));
+	/* The kernel forgets: under the bound, nothing is named. */
+	for (int i = 2; i < 5; i++)
+		inode_table_forget(t, node[i], 1);
+	ck_assert(!inode_table_prune_due(t));
+	ck_assert_uint_eq(inode_table_prune_pick(t, false, named_ids, 16), 0);
+	/* Short of descriptors, the last node not in use is named, bound or not. */
+	n = 0;
+	for (int pass = 0; pass < 2 && !n; pass++)
+		n = inode_table_prune_pick(t, true, named_ids, 16);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(named_ids[0], node[5]);
+	inode_table_fd_put(t, node[0]);
+	inode_table_fd_drop(t, node[1]);
+	ck_assert(inode_table_prune_due(t)); /* the closed file's node is back on the ring: three */
+	inode_table_free(t);
+}
+END_TEST
+
 /*
  * Creates files in the scratch directory until the backing filesystem hands
  * out inode number ino again (each holding TEXT); the one that got it is
@@ -470,6 +530,7 @@ static Suite *inode_suite(void)
 	tcase_add_test(tc, deleted_while_evicted_is_estale);
 	tcase_add_test(tc, directories_symlinks_and_other_mounts_reopen);
 	tcase_add_test(tc, filesystems_without_handles_keep_descriptors);
+	tcase_add_test(tc, nodes_without_handles_past_the_bound_are_named_to_forget);
 	tcase_add_test(tc, concurrent_gets_never_see_a_closed_descriptor);
 	tcase_add_test(tc, reused_inode_number_gets_a_new_node);
 	suite_add_tcase(s, tc);

@@ -7,10 +7,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,6 +128,118 @@ START_TEST(descriptor_exhaustion_is_emfile_and_recovers)
 }
 END_TEST
 
+/* The daemon's descriptor limit in the next test, and what it keeps for nodes (half: src/fs/fs.c). */
+#define PRUNE_NOFILE 1024
+#define PRUNE_NODE_FDS (PRUNE_NOFILE / 2)
+#define PRUNE_FILES 3000
+#define WALKER_UID 2001
+#define OTHER_UID 2002
+
+struct files_job {
+	const char *dir;
+	int first, count;
+};
+
+/* Creates files first..first+count-1 in job->dir; the errno of the first failure, or 0. */
+static int create_files(void *arg)
+{
+	const struct files_job *job = arg;
+	char path[512];
+	for (int i = job->first; i < job->first + job->count; i++) {
+		snprintf(path, sizeof(path), "%s/f%d", job->dir, i);
+		int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return errno;
+		char text[16];
+		int len = snprintf(text, sizeof(text), "%d", i);
+		bool ok = write(fd, text, (size_t)len) == len;
+		close(fd);
+		if (!ok)
+			return EIO;
+	}
+	return 0;
+}
+
+/* Reads every file back; the errno of the first failure, EILSEQ for wrong content, or 0. */
+static int read_files(void *arg)
+{
+	const struct files_job *job = arg;
+	char path[512], text[16], want[16];
+	for (int i = job->first; i < job->first + job->count; i++) {
+		snprintf(path, sizeof(path), "%s/f%d", job->dir, i);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return errno;
+		ssize_t n = read(fd, text, sizeof(text) - 1);
+		close(fd);
+		if (n < 0)
+			return EIO;
+		text[n] = 0;
+		snprintf(want, sizeof(want), "%d", i);
+		if (strcmp(text, want) != 0)
+			return EILSEQ;
+	}
+	return 0;
+}
+
+static bool kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int have_major = 0, have_minor = 0;
+	return uname(&u) == 0 && sscanf(u.release, "%d.%d", &have_major, &have_minor) == 2 &&
+	       (have_major > major || (have_major == major && have_minor >= minor));
+}
+
+/*
+ * A backing filesystem without file handles (here overlayfs, as FUSE ones
+ * such as GlusterFS's client) costs the daemon a descriptor for every inode
+ * the kernel caches. A user creating files past the daemon's descriptor
+ * limit would leave every other user's lookups and creates with EMFILE
+ * until the kernel forgot inodes (memory pressure); the daemon asks it to
+ * forget the least recently used past half the limit instead, so the walk
+ * and everyone else's work go on, and what was forgotten is found again.
+ */
+START_TEST(a_backing_without_handles_cannot_take_every_descriptor)
+{
+	if (!kernel_at_least(6, 18)) {
+		fprintf(stderr, "note: kernel before 6.18 has no FUSE_NOTIFY_PRUNE; not tested\n");
+		return;
+	}
+	/* The limit from the start (the daemon sizes its node bound then), not raised past it. */
+	char nofile[64];
+	snprintf(nofile, sizeof(nofile), "--nofile=%d:%d", PRUNE_NOFILE, PRUNE_NOFILE);
+	const char *const wrapper[] = {"setpriv", "--bounding-set=-sys_resource", "prlimit", nofile,
+				       NULL};
+	struct test_mount m;
+	test_mount_start_under(&m, wrapper, NULL);
+	char ovl[400], overlay[400];
+	snprintf(ovl, sizeof(ovl), "%s/ovl", m.root);
+	snprintf(overlay, sizeof(overlay), "%s", test_backing_path(&m, "ov"));
+	ck_assert_int_eq(test_sh("mkdir -p '%s/lower' '%s/upper' '%s/work' '%s'", ovl, ovl, ovl, overlay), 0);
+	leftovers_add_mount(overlay);
+	ck_assert_int_eq(test_sh("mount -t overlay overlay -o lowerdir='%s/lower',upperdir='%s/upper',"
+				 "workdir='%s/work' '%s' && chmod 1777 '%s'",
+				 ovl, ovl, ovl, overlay, overlay), 0);
+	char dir[400];
+	snprintf(dir, sizeof(dir), "%s", test_mnt_path(&m, "ov"));
+	struct files_job walk = {.dir = dir, .first = 0, .count = PRUNE_FILES};
+	int err = test_run_as(WALKER_UID, WALKER_UID, create_files, &walk);
+	ck_assert_msg(err == 0, "creating %d files: %s", PRUNE_FILES, strerror(err));
+	/* Its own descriptors, open files' and requests' apart, stay near the bound. */
+	int fds = test_count_fds(m.daemon_pid);
+	ck_assert_msg(fds <= PRUNE_NODE_FDS + 200, "daemon holds %d descriptors", fds);
+	/* Another user creates and reads at once; the first user's files are all found again. */
+	struct files_job other = {.dir = dir, .first = PRUNE_FILES, .count = 100};
+	err = test_run_as(OTHER_UID, OTHER_UID, create_files, &other);
+	ck_assert_msg(err == 0, "another user's creates: %s", strerror(err));
+	ck_assert_int_eq(test_run_as(OTHER_UID, OTHER_UID, read_files, &other), 0);
+	err = test_run_as(WALKER_UID, WALKER_UID, read_files, &walk);
+	ck_assert_msg(err == 0, "reading the %d files back: %s", PRUNE_FILES, strerror(err));
+	test_sh("umount -l '%s'", overlay);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 START_TEST(read_only_backing_gives_erofs)
 {
 	struct test_mount m;
@@ -195,6 +309,7 @@ static Suite *faults_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, kill9_gives_enotconn_and_keeps_fsynced_data);
 	tcase_add_test(tc, descriptor_exhaustion_is_emfile_and_recovers);
+	tcase_add_test(tc, a_backing_without_handles_cannot_take_every_descriptor);
 	tcase_add_test(tc, read_only_backing_gives_erofs);
 	tcase_add_test(tc, backing_directory_removed_underneath);
 	suite_add_tcase(s, tc);
