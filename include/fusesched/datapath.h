@@ -117,6 +117,13 @@ struct datapath {
 	int (*file_opened)(struct datapath *self, struct datapath_file *f);
 	void (*file_released)(struct datapath *self, struct datapath_file *f);
 	/*
+	 * A directory was opened by pid as uid (0 or -errno, and then the open
+	 * fails; *tenant is what to give back at release) or released: it
+	 * holds a descriptor as a file does, and counts as one. NULL: not counted.
+	 */
+	int (*dir_opened)(struct datapath *self, pid_t pid, uid_t uid, uint32_t *tenant);
+	void (*dir_released)(struct datapath *self, uint32_t tenant, uid_t uid);
+	/*
 	 * May a metadata request of pid run now in the calling worker? True
 	 * while nobody else has requests to be fair to (fills *ticket; call
 	 * meta_ran once it ran); false: submit it as DATAPATH_META. NULL: always.

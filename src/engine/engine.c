@@ -808,32 +808,52 @@ static void engine_payload_put(struct datapath *dp, void *buf)
 	bufpool_put(((struct engine *)dp)->buffers, buf);
 }
 
-/* EMFILE for a tenant or user at its open-file cap (open_files.h), the others unaffected. */
+/*
+ * EMFILE for a tenant or user at its open-file cap (open_files.h), the
+ * others unaffected. The tenant is held while the file or directory is
+ * open, so that its count goes back to it, not to a tenant that took its
+ * slot.
+ */
+static int engine_handle_opened(struct datapath *dp, pid_t pid, uid_t uid, uint32_t *tenant)
+{
+	struct engine *e = (struct engine *)dp;
+	*tenant = tenant_resolve(e->tenants, pid, clock_now_ns());
+	int r = open_files_take(e->open_files, *tenant, uid);
+	if (r)
+		return r;
+	tenant_hold(e->tenants, *tenant);
+	return 0;
+}
+
+static void engine_handle_released(struct datapath *dp, uint32_t tenant, uid_t uid)
+{
+	struct engine *e = (struct engine *)dp;
+	tenant_release(e->tenants, tenant);
+	open_files_put(e->open_files, tenant, uid);
+}
+
 static int engine_file_opened(struct datapath *dp, struct datapath_file *f)
 {
 	struct engine *e = (struct engine *)dp;
-	f->opener_tenant = tenant_resolve(e->tenants, f->opener_pid, clock_now_ns());
-	int r = open_files_take(e->open_files, f->opener_tenant, f->opener.uid);
+	int r = engine_handle_opened(dp, f->opener_pid, f->opener.uid, &f->opener_tenant);
 	if (r)
 		return r;
 	int id = personality_get(e->personalities, &f->opener, f->opener_tenant);
 	if (id < 0) {
 		fuse_log(FUSE_LOG_ERR, "fusesched: cannot register io_uring credentials of uid %u: %s\n",
 			 (unsigned)f->opener.uid, strerror(-id));
-		open_files_put(e->open_files, f->opener_tenant, f->opener.uid);
+		engine_handle_released(dp, f->opener_tenant, f->opener.uid);
 		return id;
 	}
 	f->ring_personality = (uint16_t)id;
-	tenant_hold(e->tenants, f->opener_tenant);
 	return 0;
 }
 
 static void engine_file_released(struct datapath *dp, struct datapath_file *f)
 {
 	struct engine *e = (struct engine *)dp;
-	tenant_release(e->tenants, f->opener_tenant);
 	personality_put(e->personalities, f->ring_personality);
-	open_files_put(e->open_files, f->opener_tenant, f->opener.uid);
+	engine_handle_released(dp, f->opener_tenant, f->opener.uid);
 }
 
 /* ---- reactor side ----------------------------------------------------- */
@@ -1563,6 +1583,8 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	e->dp.reply = p->reply ? p->reply : datapath_reply_fuse;
 	e->dp.submit = engine_submit;
 	e->dp.file_opened = engine_file_opened;
+	e->dp.dir_opened = engine_handle_opened;
+	e->dp.dir_released = engine_handle_released;
 	e->dp.file_released = engine_file_released;
 	e->dp.meta_now = engine_meta_now;
 	e->dp.meta_ran = engine_meta_ran;

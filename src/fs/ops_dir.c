@@ -16,6 +16,8 @@ struct fs_dir {
 	off_t offset;          /* position the stream is at */
 	struct dirent *pending; /* read but not yet returned (did not fit) */
 	fuse_ino_t node_id;     /* its descriptor is held while the directory is open */
+	uint32_t opener_tenant; /* its open counts against this tenant's and uid's cap */
+	uid_t opener_uid;
 };
 
 static struct fs_dir *dir_of(const struct fuse_file_info *fi)
@@ -33,6 +35,8 @@ static void dir_close(struct fs *fs, struct fs_handle *h)
 	struct fs_dir *d = (struct fs_dir *)h;
 	closedir(d->stream);
 	inode_table_fd_drop(fs->inodes, d->node_id);
+	if (fs->datapath->dir_released)
+		fs->datapath->dir_released(fs->datapath, d->opener_tenant, d->opener_uid);
 	free(d);
 }
 
@@ -47,12 +51,16 @@ static int open_dir_at(struct fs *fs, int node_fd)
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = fs_of(req);
-	int node_fd = inode_table_fd_hold(fs->inodes, ino);
-	if (node_fd < 0) {
-		fuse_reply_err(req, -node_fd);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	uint32_t tenant = 0;
+	struct datapath *dp = fs->datapath;
+	int r = dp->dir_opened ? dp->dir_opened(dp, ctx->pid, ctx->uid, &tenant) : 0;
+	if (r) {
+		fuse_reply_err(req, -r);
 		return;
 	}
-	int fd = open_dir_at(fs, node_fd);
+	int node_fd = inode_table_fd_hold(fs->inodes, ino);
+	int fd = node_fd < 0 ? node_fd : open_dir_at(fs, node_fd);
 	struct fs_dir *d = NULL;
 	int e = 0;
 	if (fd < 0)
@@ -65,11 +73,16 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		free(d);
 		if (fd >= 0)
 			close(fd);
-		inode_table_fd_drop(fs->inodes, ino);
+		if (node_fd >= 0)
+			inode_table_fd_drop(fs->inodes, ino);
+		if (dp->dir_released)
+			dp->dir_released(dp, tenant, ctx->uid);
 		fuse_reply_err(req, e);
 		return;
 	}
 	d->node_id = ino;
+	d->opener_tenant = tenant;
+	d->opener_uid = ctx->uid;
 	d->handle.close = dir_close;
 	fs_handle_track(fs, &d->handle);
 	fi->fh = (uintptr_t)d;

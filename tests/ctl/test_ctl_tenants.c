@@ -704,12 +704,12 @@ END_TEST
 
 /*
  * A child in cgroup group as uid: opens files prefix-0, prefix-1, ... (up
- * to count, or until an open fails), writes how many it opened and the
- * errno that stopped it to fd out, then holds them until killed (hold) or
- * exits.
+ * to count, or until an open fails), or the directory prefix count times
+ * (directory), writes how many it opened and the errno that stopped it to
+ * fd out, then holds them until killed (hold) or exits.
  */
-static pid_t spawn_opener(const char *group, uid_t uid, const char *prefix, int count, bool hold,
-			  int out)
+static pid_t spawn_opener_of(const char *group, uid_t uid, const char *prefix, bool directory,
+			     int count, bool hold, int out)
 {
 	pid_t pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -719,7 +719,9 @@ static pid_t spawn_opener(const char *group, uid_t uid, const char *prefix, int 
 		for (; result[0] < count; result[0]++) {
 			char path[700];
 			snprintf(path, sizeof(path), "%s-%d", prefix, result[0]);
-			if (open(path, O_CREAT | O_RDWR, 0600) < 0) {
+			int fd = directory ? open(prefix, O_RDONLY | O_DIRECTORY)
+					   : open(path, O_CREAT | O_RDWR, 0600);
+			if (fd < 0) {
 				result[1] = errno;
 				break;
 			}
@@ -731,6 +733,12 @@ static pid_t spawn_opener(const char *group, uid_t uid, const char *prefix, int 
 		_exit(0);
 	}
 	return pid;
+}
+
+static pid_t spawn_opener(const char *group, uid_t uid, const char *prefix, int count, bool hold,
+			  int out)
+{
+	return spawn_opener_of(group, uid, prefix, false, count, hold, out);
 }
 
 static void read_opened(int in, int result[2])
@@ -795,6 +803,61 @@ START_TEST(open_files_past_the_cap_fail_for_the_holder_only)
 }
 END_TEST
 
+/*
+ * An open directory holds descriptors as a file does: a tenant opening
+ * directories stops at the same cap, and another tenant still opens them.
+ */
+START_TEST(open_directories_count_against_the_cap_too)
+{
+	struct test_mount m;
+	mount_two_tenants(&m);
+	struct rlimit limit;
+	ck_assert_int_eq(prlimit(m.daemon_pid, RLIMIT_NOFILE, NULL, &limit), 0);
+	limit.rlim_cur = 512;
+	ck_assert_int_eq(prlimit(m.daemon_pid, RLIMIT_NOFILE, &limit, NULL), 0);
+	enum { CAP = 512 / 8 };
+	const char *dir = test_mnt_path(&m, "listed");
+	ck_assert_int_eq(mkdir(dir, 0777), 0);
+	int pipe_fds[2];
+	ck_assert_int_eq(pipe(pipe_fds), 0);
+	int result[2];
+
+	pid_t holder = spawn_opener_of(group_a, 2001, dir, true, 1000, true, pipe_fds[1]);
+	read_opened(pipe_fds[0], result);
+	ck_assert_int_eq(result[1], EMFILE);
+	ck_assert_int_eq(result[0], CAP);
+
+	pid_t other = spawn_opener_of(group_b, 2002, dir, true, 40, false, pipe_fds[1]);
+	read_opened(pipe_fds[0], result);
+	ck_assert_msg(result[0] == 40, "the other tenant opened the directory %d of 40 times (errno %d)",
+		      result[0], result[1]);
+	ck_assert_int_eq(wait_exit(other), 0);
+
+	/* The holder's user, in another tenant, at its cap for files too. */
+	pid_t same_user = spawn_opener(group_b, 2001, test_mnt_path(&m, "same-user"), 1, false,
+				       pipe_fds[1]);
+	read_opened(pipe_fds[0], result);
+	ck_assert_int_eq(result[0], 0);
+	ck_assert_int_eq(result[1], EMFILE);
+	ck_assert_int_eq(wait_exit(same_user), 0);
+
+	stop_child(holder);
+	bool opened = false;
+	for (int tries = 0; !opened && tries < 100; tries++) {
+		pid_t again = spawn_opener_of(group_b, 2001, dir, true, 1, false, pipe_fds[1]);
+		read_opened(pipe_fds[0], result);
+		wait_exit(again);
+		opened = result[0] == 1;
+		if (!opened)
+			usleep(50000);
+	}
+	ck_assert(opened);
+	close(pipe_fds[0]);
+	close(pipe_fds[1]);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 START_TEST(process_in_its_own_pid_namespace_is_attributed_to_its_cgroup)
 {
 	write_config(300, 100, NULL);
@@ -846,6 +909,7 @@ int main(void)
 	tcase_add_test(tc, reload_and_sighup_change_weights_while_writing_bad_file_keeps_them);
 	tcase_add_test(tc, process_in_its_own_pid_namespace_is_attributed_to_its_cgroup);
 	tcase_add_test(tc, open_files_past_the_cap_fail_for_the_holder_only);
+	tcase_add_test(tc, open_directories_count_against_the_cap_too);
 	tcase_add_test(tc, stat_names_the_cost_model_in_use);
 	tcase_add_test(tc, reload_applies_scheduler_settings_live);
 	suite_add_tcase(s, tc);
