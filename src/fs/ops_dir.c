@@ -10,11 +10,15 @@
 #include <string.h>
 #include <unistd.h>
 
+/*
+ * An open directory is its descriptor, read with getdents64 into each
+ * request's own buffer: no stream buffer per open directory (glibc's DIR
+ * keeps 32 KiB), so holding directories open costs a tenant descriptors,
+ * which its cap bounds, and no memory.
+ */
 struct fs_dir {
 	struct fs_handle handle;
-	DIR *stream;
-	off_t offset;          /* position the stream is at */
-	struct dirent *pending; /* read but not yet returned (did not fit) */
+	int fd;
 	fuse_ino_t node_id;     /* its descriptor is held while the directory is open */
 	uint32_t opener_tenant; /* its open counts against this tenant's and uid's cap */
 	uid_t opener_uid;
@@ -27,13 +31,13 @@ static struct fs_dir *dir_of(const struct fuse_file_info *fi)
 
 int fs_dir_fd(const struct fuse_file_info *fi)
 {
-	return dirfd(dir_of(fi)->stream);
+	return dir_of(fi)->fd;
 }
 
 static void dir_close(struct fs *fs, struct fs_handle *h)
 {
 	struct fs_dir *d = (struct fs_dir *)h;
-	closedir(d->stream);
+	close(d->fd);
 	inode_table_fd_drop(fs->inodes, d->node_id);
 	if (fs->datapath->dir_released)
 		fs->datapath->dir_released(fs->datapath, d->opener_tenant, d->opener_uid);
@@ -67,8 +71,6 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		e = -fd;
 	else if (!(d = calloc(1, sizeof(*d))))
 		e = ENOMEM;
-	else if (!(d->stream = fdopendir(fd)))
-		e = errno;
 	if (e) {
 		free(d);
 		if (fd >= 0)
@@ -80,6 +82,7 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, e);
 		return;
 	}
+	d->fd = fd;
 	d->node_id = ino;
 	d->opener_tenant = tenant;
 	d->opener_uid = ctx->uid;
@@ -91,6 +94,9 @@ void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		dir_close(fs, &d->handle);
 	}
 }
+
+/* Room for the longest record (a 255-byte name), whatever size the kernel asks for. */
+#define DIR_READ_MIN_BYTES 4096u
 
 static bool is_dot_or_dotdot(const char *name)
 {
@@ -112,87 +118,89 @@ static void read_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, str
 {
 	struct fs *fs = fs_of(req);
 	struct fs_dir *d = dir_of(fi);
+	/* The backing directory's records are no larger than the reply's. */
+	size_t raw_bytes = size < DIR_READ_MIN_BYTES ? DIR_READ_MIN_BYTES : size;
 	char *buf = malloc(size ? size : 1);
+	char *raw = malloc(raw_bytes);
 	size_t max_refs = size / 32 + 1; /* a direntplus record is larger than 32 bytes */
 	uint64_t *refs = plus ? malloc(max_refs * sizeof(*refs)) : NULL;
-	if (!buf || (plus && !refs)) {
+	if (!buf || !raw || (plus && !refs)) {
 		free(buf);
+		free(raw);
 		free(refs);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (off != d->offset) {
-		seekdir(d->stream, off);
-		d->pending = NULL;
-		d->offset = off;
-	}
+	/* The kernel asks from the offset of the last record it took (0: the start). */
+	int err = lseek(d->fd, off, SEEK_SET) < 0 ? errno : 0;
 	size_t used = 0, ref_count = 0;
-	int err = 0;
 	uint64_t now_ns = clock_now_ns();
-	for (;;) {
-		if (!d->pending) {
-			errno = 0;
-			d->pending = readdir(d->stream);
-			if (!d->pending) {
-				err = errno;
-				break;
-			}
+	bool full = false;
+	while (!err && !full) {
+		ssize_t got = getdents64(d->fd, raw, raw_bytes);
+		if (got <= 0) {
+			err = got < 0 ? errno : 0;
+			break;
 		}
-		const char *name = d->pending->d_name;
-		off_t next = d->pending->d_off;
-		size_t entry_bytes;
-		if (plus) {
-			struct fuse_entry_param e = {0};
-			bool looked_up = false;
-			if (is_dot_or_dotdot(name)) {
-				e.attr.st_ino = d->pending->d_ino;
-				e.attr.st_mode = (mode_t)d->pending->d_type << 12;
-			} else {
-				int r = fs_lookup_entry(fs, ino, name, &e);
-				if (r == -ENOENT) { /* removed since it was listed */
-					d->pending = NULL;
-					d->offset = next;
-					continue;
+		for (ssize_t at = 0; at < got && !full;) {
+			const struct dirent64 *de = (const void *)(raw + at);
+			at += de->d_reclen;
+			const char *name = de->d_name;
+			off_t next = de->d_off;
+			size_t entry_bytes;
+			if (plus) {
+				struct fuse_entry_param e = {0};
+				bool looked_up = false;
+				if (is_dot_or_dotdot(name)) {
+					e.attr.st_ino = de->d_ino;
+					e.attr.st_mode = (mode_t)de->d_type << 12;
+				} else {
+					int r = fs_lookup_entry(fs, ino, name, &e);
+					if (r == -ENOENT) /* removed since it was listed */
+						continue;
+					if (r) { /* e.g. EMFILE: return what fits, or the error */
+						err = -r;
+						full = true;
+						break;
+					}
+					looked_up = !inode_table_entry_held(fs->inodes, e.ino, &e.attr, now_ns);
+					if (!looked_up) {
+						inode_table_forget(fs->inodes, e.ino, 1);
+						e = (struct fuse_entry_param){.attr = {.st_ino = e.attr.st_ino,
+										       .st_mode = e.attr.st_mode}};
+					}
 				}
-				if (r) { /* e.g. EMFILE: return what fits, or the error */
-					err = -r;
+				entry_bytes = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, next);
+				if (entry_bytes > size - used) {
+					if (looked_up)
+						inode_table_forget(fs->inodes, e.ino, 1);
+					full = true;
 					break;
 				}
-				looked_up = !inode_table_entry_held(fs->inodes, e.ino, &e.attr, now_ns);
-				if (!looked_up) {
-					inode_table_forget(fs->inodes, e.ino, 1);
-					e = (struct fuse_entry_param){.attr = {.st_ino = e.attr.st_ino,
-									       .st_mode = e.attr.st_mode}};
+				if (looked_up) {
+					refs[ref_count++] = e.ino;
+					fs_entry_given(fs, &e, now_ns);
+				}
+			} else {
+				struct stat st = {
+					.st_ino = de->d_ino,
+					.st_mode = (mode_t)de->d_type << 12,
+				};
+				entry_bytes = fuse_add_direntry(req, buf + used, size - used, name, &st, next);
+				if (entry_bytes > size - used) {
+					full = true;
+					break;
 				}
 			}
-			entry_bytes = fuse_add_direntry_plus(req, buf + used, size - used, name, &e, next);
-			if (entry_bytes > size - used) {
-				if (looked_up)
-					inode_table_forget(fs->inodes, e.ino, 1);
-				break;
-			}
-			if (looked_up) {
-				refs[ref_count++] = e.ino;
-				fs_entry_given(fs, &e, now_ns);
-			}
-		} else {
-			struct stat st = {
-				.st_ino = d->pending->d_ino,
-				.st_mode = (mode_t)d->pending->d_type << 12,
-			};
-			entry_bytes = fuse_add_direntry(req, buf + used, size - used, name, &st, next);
-			if (entry_bytes > size - used)
-				break;
+			used += entry_bytes;
 		}
-		used += entry_bytes;
-		d->pending = NULL;
-		d->offset = next;
 	}
 	int r = (err && used == 0) ? fuse_reply_err(req, err) : fuse_reply_buf(req, buf, used);
 	if (r < 0)
 		for (size_t i = 0; i < ref_count; i++)
 			inode_table_forget(fs->inodes, refs[i], 1);
 	free(refs);
+	free(raw);
 	free(buf);
 }
 
@@ -220,7 +228,7 @@ void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)ino;
-	int fd = dirfd(dir_of(fi)->stream);
+	int fd = dir_of(fi)->fd;
 	int r = datasync ? fdatasync(fd) : fsync(fd);
 	fuse_reply_err(req, r < 0 ? errno : 0);
 }
