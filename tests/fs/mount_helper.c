@@ -223,8 +223,14 @@ void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
 void test_mount_start_with_backing(struct test_mount *m, const char *backing,
 				   const char *const *extra_args)
 {
+	test_mount_start_with_backing_under(m, backing, NULL, extra_args);
+}
+
+void test_mount_start_with_backing_under(struct test_mount *m, const char *backing,
+					 const char *const *wrapper, const char *const *extra_args)
+{
 	make_dirs(m, backing);
-	start_daemon(m, NULL, extra_args);
+	start_daemon(m, wrapper, extra_args);
 }
 
 int test_mount_stop(struct test_mount *m)

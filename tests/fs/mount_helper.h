@@ -54,6 +54,9 @@ void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
  */
 void test_mount_start_with_backing(struct test_mount *m, const char *backing,
 				   const char *const *extra_args);
+/* Both: the test's backing directory, and the daemon under a wrapper. */
+void test_mount_start_with_backing_under(struct test_mount *m, const char *backing,
+					 const char *const *wrapper, const char *const *extra_args);
 /* Unmounts, reaps the daemon, removes the directories; returns its exit status. */
 int test_mount_stop(struct test_mount *m);
 

@@ -19,7 +19,9 @@
  *   own, before and after one of them is reloaded.
  * - descriptors: a FUSE backing has no file handles to reopen inodes by,
  *   so the daemon keeps a descriptor per inode the kernel keeps, and gives
- *   them back when the kernel forgets the inodes (drop_caches).
+ *   them back when the kernel forgets the inodes (drop_caches, or asked
+ *   to past half the daemon's limit: more files than the limit are created
+ *   and read back).
  *
  * glusterd and the volume are set up once for the whole run (about 10 s,
  * most of it glusterd's first start configuring geo-replication) before
@@ -44,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -647,6 +650,60 @@ START_TEST(a_fuse_backing_costs_a_descriptor_per_cached_inode)
 }
 END_TEST
 
+/*
+ * Past half the daemon's descriptor limit it asks the kernel to forget the
+ * least recently used inodes (FUSE_NOTIFY_PRUNE, Linux 6.18): files past
+ * the limit are created and read back without EMFILE.
+ */
+#define PRUNE_NOFILE 512
+#define PRUNE_FILES 1200
+
+START_TEST(files_past_the_descriptor_limit_are_created_and_read_back)
+{
+	require_volume();
+	struct utsname u;
+	int major = 0, minor = 0;
+	if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2 ||
+	    major * 100 + minor < 618) {
+		fprintf(stderr, "note: kernel %s has no FUSE_NOTIFY_PRUNE; not tested\n", u.release);
+		return;
+	}
+	const char *backing = gluster_node_path(&G, 0, "prune");
+	ck_assert_msg(mkdir(backing, 0777) == 0 || errno == EEXIST, "mkdir %s: %s", backing, strerror(errno));
+	char nofile[64];
+	snprintf(nofile, sizeof(nofile), "--nofile=%d:%d", PRUNE_NOFILE, PRUNE_NOFILE);
+	const char *const wrapper[] = {"setpriv", "--bounding-set=-sys_resource", "prlimit", nofile,
+				       NULL};
+	struct test_mount m;
+	test_mount_start_with_backing_under(&m, backing, wrapper, NULL);
+	char name[32], text[16], back[16];
+	for (int i = 0; i < PRUNE_FILES; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		int fd = open(test_mnt_path(&m, name), O_CREAT | O_WRONLY, 0644);
+		ck_assert_msg(fd >= 0, "create %s: %s", name, strerror(errno));
+		int len = snprintf(text, sizeof(text), "%d", i);
+		ck_assert_int_eq(write(fd, text, (size_t)len), len);
+		close(fd);
+	}
+	int fds = test_count_fds(m.daemon_pid);
+	ck_assert_msg(fds <= PRUNE_NOFILE / 2 + 150, "daemon holds %d descriptors", fds);
+	for (int i = 0; i < PRUNE_FILES; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		int fd = open(test_mnt_path(&m, name), O_RDONLY);
+		ck_assert_msg(fd >= 0, "open %s: %s", name, strerror(errno));
+		ssize_t n = read(fd, back, sizeof(back) - 1);
+		close(fd);
+		ck_assert_int_gt(n, 0);
+		back[n] = 0;
+		snprintf(text, sizeof(text), "%d", i);
+		ck_assert_str_eq(back, text);
+	}
+	fprintf(stderr, "gluster: %d files at a limit of %d: daemon descriptors %d after the creates\n",
+		PRUNE_FILES, PRUNE_NOFILE, fds);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 /* ---- the run ---- */
 
 static void stop_at_exit(void)
@@ -670,6 +727,7 @@ static Suite *gluster_suite(void)
 		{"attribution", io_in_a_cgroup_is_that_cgroups_tenant},
 		{"two-nodes", two_nodes_share_data_and_keep_their_own_weights},
 		{"descriptors", a_fuse_backing_costs_a_descriptor_per_cached_inode},
+		{"descriptors", files_past_the_descriptor_limit_are_created_and_read_back},
 	};
 	TCase *tc = NULL;
 	const char *current = "";
