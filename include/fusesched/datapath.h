@@ -43,6 +43,7 @@ struct datapath_file {
 	struct creds opener;       /* with groups: its data is written as the opener (creds.h) */
 	uint32_t opener_tenant;    /* set by the datapath: pid-0 requests are charged here */
 	uint16_t ring_personality; /* set by the datapath: its io_uring id for opener, 0: none */
+	bool issue_async;          /* set by the datapath: never issued inline (engine.c) */
 };
 
 struct datapath_req {

@@ -20,9 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 #if __has_include(<valgrind/valgrind.h>)
@@ -832,12 +834,38 @@ static void engine_handle_released(struct datapath *dp, uint32_t tenant, uid_t u
 	open_files_put(e->open_files, tenant, uid);
 }
 
+/*
+ * Whether io_uring may issue a transfer on fd inline, in the reactor's
+ * submit: only where the filesystem returns EAGAIN rather than block when
+ * asked not to (local ones). A FUSE backing's direct I/O waits in the
+ * submit for a free slot of its own connection's background queue, and
+ * network filesystems for their transport: one tenant's requests to a
+ * slow or hung store there would stop the reactor, and every tenant with
+ * it. Elsewhere each transfer goes to io_uring's workers (IOSQE_ASYNC).
+ */
+static bool issues_inline(int fd)
+{
+	struct statfs sf;
+	if (fstatfs(fd, &sf) != 0)
+		return false;
+	switch ((unsigned long)sf.f_type) {
+	case EXT4_SUPER_MAGIC: /* ext2 and ext3 too */
+	case XFS_SUPER_MAGIC:
+	case BTRFS_SUPER_MAGIC:
+	case TMPFS_MAGIC:
+		return true;
+	default:
+		return false;
+	}
+}
+
 static int engine_file_opened(struct datapath *dp, struct datapath_file *f)
 {
 	struct engine *e = (struct engine *)dp;
 	int r = engine_handle_opened(dp, f->opener_pid, f->opener.uid, &f->opener_tenant);
 	if (r)
 		return r;
+	f->issue_async = !issues_inline(f->fd);
 	int id = personality_get(e->personalities, &f->opener, f->opener_tenant);
 	if (id < 0) {
 		fuse_log(FUSE_LOG_ERR, "fusesched: cannot register io_uring credentials of uid %u: %s\n",
@@ -1042,6 +1070,8 @@ static void issue(struct engine *e, struct engine_req *er)
 		break; /* run by an executor (above) */
 	}
 	sqe->personality = er->file->ring_personality; /* as the opener (personality.h) */
+	if (er->file->issue_async)
+		io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
 	io_uring_sqe_set_data(sqe, er);
 	e->ring_inflight++;
 }
@@ -1260,6 +1290,25 @@ static void publish_settings(struct engine *e)
 	stats_publish_settings(e->stats, &st);
 }
 
+/*
+ * io_uring's workers, which run what is not issued inline (issues_inline,
+ * and requests that would block): by default at most four per CPU, so a
+ * tenant's requests hung at a slow store would take them all and another
+ * tenant's request would queue behind them. As many as requests may be
+ * at the store. On the reactor: the limit is its task's.
+ */
+static void size_ring_workers(struct engine *e)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned int floor = cpus > 0 ? 4u * (unsigned int)cpus : 4u;
+	unsigned int bounded = e->params.sched.max_inflight > floor ? e->params.sched.max_inflight : floor;
+	unsigned int limits[2] = {bounded, 0}; /* 0: the unbounded kind unchanged */
+	int r = io_uring_register_iowq_max_workers(&e->ring, limits);
+	if (r < 0)
+		fuse_log(FUSE_LOG_WARNING, "fusesched: io_uring workers not raised to %u: %s\n", bounded,
+			 strerror(-r));
+}
+
 /* On the reactor: settings reloaded since the last round, applied and published. */
 static void apply_reload(struct engine *e)
 {
@@ -1281,6 +1330,7 @@ static void apply_reload(struct engine *e)
 	 * its next sizing (kernel_queue_min).
 	 */
 	e->params.sched.max_inflight = p.sched.max_inflight;
+	size_ring_workers(e);
 	int r = start_executors(e);
 	if (r)
 		fuse_log(FUSE_LOG_WARNING, "fusesched: %u executors of %u started: %s\n",
@@ -1486,6 +1536,7 @@ static void *reactor_main(void *arg)
 	on_reactor = true;
 	(void)pthread_setname_np(pthread_self(), ENGINE_REACTOR_THREAD);
 	raise_reactor_priority();
+	size_ring_workers(e);
 	arm_wake_read(e);
 	for (;;) {
 		uint64_t now = clock_now_ns();

@@ -707,14 +707,20 @@ static void stalling_store_down(const char *stalling, pid_t eiofs)
 	waitpid(eiofs, NULL, 0);
 }
 
-/* A file at path opened for the engine, as its opener. */
-static void open_at(const char *path, struct datapath_file *f)
+/* A file at path opened (with flags besides O_RDWR) for the engine, as its opener. */
+static void open_at_with(const char *path, int flags, struct datapath_file *f)
 {
 	memset(f, 0, sizeof(*f));
 	f->opener_pid = getpid();
-	f->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	f->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | flags, 0644);
 	ck_assert_int_ge(f->fd, 0);
+	f->direct = (flags & O_DIRECT) != 0;
 	ck_assert_int_eq(dp->file_opened(dp, f), 0);
+}
+
+static void open_at(const char *path, struct datapath_file *f)
+{
+	open_at_with(path, 0, f);
 }
 
 static fuse_req_t submit_copy(struct datapath_file *in, struct datapath_file *out, uint64_t bytes)
@@ -770,6 +776,68 @@ START_TEST(a_blocked_copy_leaves_other_requests_flowing)
 	close(out.fd);
 	stalling_store_down(stalling, eiofs);
 	engine_down();
+}
+END_TEST
+
+/*
+ * Reads hung at a FUSE store (more than its connection lets wait in the
+ * background, direct or not) leave the reactor free: a read of a file on
+ * the local scratch filesystem is answered while they hang. Issued inline
+ * they stopped the reactor in its submit (FUSE ignores IOCB_NOWAIT), and
+ * every request of every tenant with it.
+ */
+static void hung_store_reads_leave_the_reactor_free(int flags)
+{
+	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0) {
+		fprintf(stderr, "SKIP: hung_store_reads_leave_the_reactor_free: needs root and /dev/fuse\n");
+		return;
+	}
+	engine_up(false, 16);
+	char source[300], stalling[300], path[400], stall_marker[400];
+	pid_t eiofs = stalling_store_up(source, stalling, sizeof(source));
+	struct datapath_file hung, other;
+	snprintf(path, sizeof(path), "%s/hung", stalling);
+	open_at_with(path, flags, &hung);
+	unsigned char data[65536];
+	fill(data, sizeof(data), 3);
+	ck_assert_int_eq(pwrite(hung.fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	open_file("other", O_RDWR, &other);
+	ck_assert_int_eq(pwrite(other.fd, data, sizeof(data), 0), (ssize_t)sizeof(data));
+	snprintf(stall_marker, sizeof(stall_marker), "%s/hung.stall", source);
+	test_write_file(stall_marker, "");
+
+	/* libfuse's default background limit of eiofs's connection is 12. */
+	enum { HUNG = 16 };
+	fuse_req_t reads[HUNG];
+	for (int i = 0; i < HUNG; i++)
+		reads[i] = submit(&hung, DATAPATH_READ, (uint64_t)(i % 16) * 4096, 4096, NULL);
+	usleep(100 * 1000);
+	struct answer a = wait_answer(submit(&other, DATAPATH_READ, 0, sizeof(data), NULL));
+	ck_assert_int_eq(a.bytes, sizeof(data));
+	for (int i = 0; i < HUNG; i++)
+		ck_assert_msg(!is_answered(reads[i]), "read %d did not hang: the test proves nothing", i);
+	unlink(stall_marker);
+	for (int i = 0; i < HUNG; i++) {
+		struct answer r = wait_answer(reads[i]);
+		ck_assert_int_eq(r.err, 0);
+		ck_assert_int_eq(r.bytes, 4096);
+	}
+	close_file(&other);
+	dp->file_released(dp, &hung);
+	close(hung.fd);
+	stalling_store_down(stalling, eiofs);
+	engine_down();
+}
+
+START_TEST(hung_direct_reads_at_a_fuse_store_leave_the_reactor_free)
+{
+	hung_store_reads_leave_the_reactor_free(O_DIRECT);
+}
+END_TEST
+
+START_TEST(hung_reads_at_a_fuse_store_leave_the_reactor_free)
+{
+	hung_store_reads_leave_the_reactor_free(0);
 }
 END_TEST
 
@@ -949,6 +1017,8 @@ static Suite *engine_unit_suite(void)
 	tcase_add_test(tc, copy_file_range_in_pieces);
 	tcase_add_test(tc, stop_drains_every_request);
 	tcase_add_test(tc, a_blocked_copy_leaves_other_requests_flowing);
+	tcase_add_test(tc, hung_direct_reads_at_a_fuse_store_leave_the_reactor_free);
+	tcase_add_test(tc, hung_reads_at_a_fuse_store_leave_the_reactor_free);
 	tcase_add_test(tc, a_reload_past_the_mounted_depth_takes_effect);
 	tcase_add_test(tc, a_depth_past_the_ring_loses_nothing);
 	tcase_add_test(tc, metadata_handed_over_runs_once_on_an_executor);
