@@ -177,7 +177,9 @@ struct sched_req {
 					 * billed by its time in flight (bfq.c) */
 
 	/* private to the scheduler; enqueue_ns may be read after completion */
-	struct sched_link link;		/* in its queue's (fifo: the scheduler's) request list */
+	struct sched_link link;		/* in its queue's (fifo: the scheduler's) request list;
+					 * once dispatched, in the scheduler's at the store */
+	bool hung;			/* at the store past SCHED_HUNG_NS (sched.c) */
 	uint64_t enqueue_ns, dispatch_ns, charge_bytes;
 	uint64_t store_share_start;	/* the scheduler's store share sum at dispatch */
 	uint32_t others_inflight;	/* other tenants' requests at the store at dispatch */
@@ -307,6 +309,9 @@ void sched_timer(struct sched *s, uint64_t now_ns);
 
 /* Learned store peak rate (bytes/s over peak_window_ns), 0 while unknown. */
 uint64_t sched_peak_rate(const struct sched *s);
+/* Of sched_inflight, the requests at the store so long that they are taken
+ * to be hung (sched.c): they leave the depth to the others. */
+uint32_t sched_hung(const struct sched *s);
 uint32_t sched_inflight(const struct sched *s);
 uint32_t sched_pending(const struct sched *s);
 /* Dispatch slots kept free now for tenants that went idle within

@@ -170,6 +170,7 @@ struct engine {
 	 */
 	pthread_t blocking_threads[EXECUTORS_MAX];
 	uint32_t blocking_started;
+	uint32_t hung_seen;            /* the most requests hung at once (sched_hung), on the reactor */
 	uint32_t executors_running;    /* under blocking_lock: the first one also trims buffers */
 	pthread_mutex_t blocking_lock;
 	pthread_cond_t blocking_work;
@@ -987,10 +988,19 @@ static void *blocking_main(void *arg)
 	return NULL;
 }
 
-/* max_inflight within EXECUTORS_MIN..EXECUTORS_MAX. */
+/*
+ * Requests the scheduler took to be hung (sched.c) keep their executor or
+ * io-wq worker while the others get their slots back: as many more of each.
+ */
+static uint32_t depth_with_hung(const struct engine *e)
+{
+	return e->params.sched.max_inflight + e->hung_seen;
+}
+
+/* max_inflight and the hung requests within EXECUTORS_MIN..EXECUTORS_MAX. */
 static uint32_t executors_wanted(const struct engine *e)
 {
-	uint32_t n = e->params.sched.max_inflight;
+	uint32_t n = depth_with_hung(e);
 	return n < EXECUTORS_MIN ? EXECUTORS_MIN : n > EXECUTORS_MAX ? EXECUTORS_MAX : n;
 }
 
@@ -1301,12 +1311,26 @@ static void size_ring_workers(struct engine *e)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned int floor = cpus > 0 ? 4u * (unsigned int)cpus : 4u;
-	unsigned int bounded = e->params.sched.max_inflight > floor ? e->params.sched.max_inflight : floor;
+	unsigned int bounded = depth_with_hung(e) > floor ? depth_with_hung(e) : floor;
 	unsigned int limits[2] = {bounded, 0}; /* 0: the unbounded kind unchanged */
 	int r = io_uring_register_iowq_max_workers(&e->ring, limits);
 	if (r < 0)
 		fuse_log(FUSE_LOG_WARNING, "fusesched: io_uring workers not raised to %u: %s\n", bounded,
 			 strerror(-r));
+}
+
+/* On the reactor, after dispatching: workers for the requests hung at the store. */
+static void follow_hung(struct engine *e)
+{
+	uint32_t hung = sched_hung(e->sched);
+	if (hung <= e->hung_seen)
+		return; /* started threads stay; the io-wq limit only rises */
+	e->hung_seen = hung;
+	size_ring_workers(e);
+	int r = start_executors(e);
+	if (r)
+		fuse_log(FUSE_LOG_WARNING, "fusesched: %u executors of %u started: %s\n",
+			 e->blocking_started, executors_wanted(e), strerror(r));
 }
 
 /* On the reactor: settings reloaded since the last round, applied and published. */
@@ -1552,6 +1576,7 @@ static void *reactor_main(void *arg)
 		publish_stats(e, now);
 		for (struct sched_req *sr; (sr = sched_dispatch(e->sched, now));)
 			issue(e, (struct engine_req *)sr);
+		follow_hung(e);
 		if (atomic_load(&e->stopping) && drained(e))
 			break;
 		open_solo_if_idle(e);

@@ -198,6 +198,8 @@ int sched_new(const struct sched_params *p, struct sched **out)
 	sched_list_init(&s->gap_queues);
 	sched_list_init(&s->reserve_queues);
 	sched_list_init(&s->fifo_reqs);
+	sched_list_init(&s->flight);
+	sched_list_init(&s->hung_reqs);
 	s->rate.max_budget_bytes = p->budget_initial_bytes;
 	*out = s;
 	return 0;
@@ -365,6 +367,8 @@ void sched_enqueue(struct sched *s, struct sched_req *r, uint64_t now_ns)
 void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r, uint64_t now_ns)
 {
 	sched_list_remove(&r->link);
+	sched_list_add_tail(&s->flight, &r->link);
+	r->hung = false;
 	q->pending--;
 	s->pending--;
 	store_share_advance(s, now_ns);
@@ -379,6 +383,30 @@ void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r
 	s->async_inflight += !r->sync;
 }
 
+/*
+ * A request at the store past SCHED_HUNG_NS is hung (its store hangs: a
+ * hung NFS subtree, a GlusterFS file stuck in a lock) and stops counting
+ * against the depth the others may use, while it still counts against its
+ * own tenant's share (bfq's cap): otherwise a tenant given every slot, its
+ * requests hung, kept every other tenant waiting until they returned. Far
+ * past any healthy store's time for one request, and past the simulator's
+ * overloaded hosts' (at 2 s some of their requests counted as hung, and
+ * the matrix's shares moved).
+ */
+#define SCHED_HUNG_NS (5 * UINT64_C(1000000000))
+
+static void mark_hung(struct sched *s, uint64_t now_ns)
+{
+	struct sched_req *r;
+	while ((r = sched_list_first_entry(&s->flight, struct sched_req, link)) &&
+	       r->dispatch_ns + SCHED_HUNG_NS <= now_ns) {
+		sched_list_remove(&r->link);
+		sched_list_add_tail(&s->hung_reqs, &r->link);
+		r->hung = true;
+		s->hung++;
+	}
+}
+
 struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns)
 {
 	if (s->next_ops) {
@@ -386,7 +414,8 @@ struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns)
 			return NULL;
 		policy_switch(s, now_ns);
 	}
-	if (s->inflight >= sched_depth_now(s, now_ns))
+	mark_hung(s, now_ns);
+	if (s->inflight - s->hung >= sched_depth_now(s, now_ns))
 		return NULL;
 	return s->ops->dispatch(s, now_ns);
 }
@@ -429,6 +458,8 @@ uint64_t sched_req_finish(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	store_share_advance(s, now_ns);
 	uint64_t share_ns = (s->store_share - r->store_share_start) >> STORE_SHARE_SHIFT;
 	q->inflight_share_starts -= r->store_share_start;
+	sched_list_remove(&r->link);
+	s->hung -= r->hung;
 	s->last_complete_ns = now_ns;
 	s->nmulti -= q->pending + q->inflight == 2;
 	q->inflight--;
@@ -465,7 +496,15 @@ uint64_t sched_next_deadline(const struct sched *s)
 {
 	if (switch_due(s))
 		return 0;
-	return s->ops->next_deadline(s);
+	uint64_t d = s->ops->next_deadline(s);
+	/* Someone waits: the oldest request at the store may turn hung and free a slot. */
+	const struct sched_link *oldest = s->flight.next;
+	if (s->pending && oldest != &s->flight) {
+		uint64_t hung_ns = sched_list_entry(oldest, struct sched_req, link)->dispatch_ns + SCHED_HUNG_NS;
+		if (hung_ns < d)
+			d = hung_ns;
+	}
+	return d;
 }
 
 void sched_timer(struct sched *s, uint64_t now_ns)
@@ -474,7 +513,14 @@ void sched_timer(struct sched *s, uint64_t now_ns)
 		policy_switch(s, now_ns);
 		return;
 	}
-	s->ops->timer(s, now_ns);
+	mark_hung(s, now_ns);
+	if (s->ops->next_deadline(s) <= now_ns)
+		s->ops->timer(s, now_ns);
+}
+
+uint32_t sched_hung(const struct sched *s)
+{
+	return s->hung;
 }
 
 uint64_t sched_peak_rate(const struct sched *s)

@@ -325,6 +325,9 @@ struct sched {
 	uint64_t next_queue_id;
 
 	uint32_t inflight, pending;
+	struct sched_link flight;	/* requests at the store, not hung: oldest dispatch first */
+	struct sched_link hung_reqs;	/* requests at the store past SCHED_HUNG_NS */
+	uint32_t hung;			/* on hung_reqs: in inflight, not against the depth */
 	uint32_t nbusy;			/* busy queues */
 	uint32_t nmulti;		/* queues with 2+ requests queued or in flight */
 	uint32_t async_inflight;

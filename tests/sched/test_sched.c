@@ -331,6 +331,91 @@ START_TEST(tenant_table_many)
 }
 END_TEST
 
+/*
+ * A tenant given every slot whose requests hang at the store (they never
+ * complete) stops holding the others out once they are at the store past
+ * the hung bound (5 s): another tenant's requests are dispatched then, not
+ * before, and the hung tenant gets no more slots than it holds. Both
+ * policies free the depth; bfq also keeps the hung tenant at its share.
+ */
+static void hung_requests_leave_the_depth(enum sched_policy policy)
+{
+	enum { DEPTH = 4 };
+	struct sched *s = new_sched(policy, DEPTH);
+	struct sched_queue *stuck = queue(s, 1, 100), *other = queue(s, 2, 100);
+	struct sched_req hung[DEPTH + 2], probe[2];
+	uint64_t now = 1 * MS;
+	for (int i = 0; i < DEPTH + 2; i++) {
+		req_init(&hung[i], stuck, SCHED_OP_READ, 4096);
+		hung[i].sync = true;
+		sched_enqueue(s, &hung[i], now);
+	}
+	int dispatched = 0;
+	while (sched_dispatch(s, now))
+		dispatched++;
+	ck_assert_int_eq(dispatched, DEPTH); /* alone: every slot */
+	now += 1 * MS;
+	for (int i = 0; i < 2; i++) {
+		req_init(&probe[i], other, SCHED_OP_READ, 4096);
+		probe[i].sync = true;
+		sched_enqueue(s, &probe[i], now);
+	}
+	/* Slow, not hung: the others wait, the timers run as they come due. */
+	for (; now < 4900 * MS; now += 10 * MS) {
+		if (sched_next_deadline(s) <= now)
+			sched_timer(s, now);
+		ck_assert_ptr_null(sched_dispatch(s, now));
+	}
+	ck_assert_uint_eq(sched_hung(s), 0);
+	/* The reactor is woken when the oldest turns hung. */
+	uint64_t due = sched_next_deadline(s);
+	ck_assert_uint_le(due, 1 * MS + 5000 * MS);
+	now = 1 * MS + 5000 * MS;
+	sched_timer(s, now);
+	ck_assert_uint_eq(sched_hung(s), DEPTH);
+	struct sched_req *got[4];
+	int n = 0;
+	for (struct sched_req *r; n < 4 && (r = sched_dispatch(s, now));)
+		got[n++] = r;
+	int probes = 0, stuck_more = 0;
+	for (int i = 0; i < n; i++) {
+		probes += got[i]->queue == other;
+		stuck_more += got[i]->queue == stuck;
+	}
+	ck_assert_int_eq(probes, 2);
+	if (policy == SCHED_POLICY_BFQ)
+		ck_assert_int_eq(stuck_more, 0); /* at its share and more: no more slots */
+	for (int i = 0; i < n; i++)
+		sched_complete(s, got[i], now + 1 * MS);
+	/* The hung ones return at last: they are plain completions. */
+	for (int i = 0; i < DEPTH; i++)
+		sched_complete(s, &hung[i], now + 2 * MS);
+	ck_assert_uint_eq(sched_hung(s), 0);
+	while (sched_inflight(s) || sched_pending(s)) {
+		struct sched_req *r = sched_dispatch(s, now + 3 * MS);
+		if (!r) {
+			now += 10 * MS;
+			if (sched_next_deadline(s) <= now)
+				sched_timer(s, now);
+			continue;
+		}
+		sched_complete(s, r, now + 3 * MS);
+	}
+	sched_free(s);
+}
+
+START_TEST(hung_requests_leave_the_depth_bfq)
+{
+	hung_requests_leave_the_depth(SCHED_POLICY_BFQ);
+}
+END_TEST
+
+START_TEST(hung_requests_leave_the_depth_fifo)
+{
+	hung_requests_leave_the_depth(SCHED_POLICY_FIFO);
+}
+END_TEST
+
 struct list_item {
 	int v;
 	struct sched_link link;
@@ -2331,6 +2416,8 @@ int main(void)
 	tcase_add_test(tc, reload_policy_asked_back_is_no_change);
 	tcase_add_test(tc, tenant_table_many);
 	tcase_add_test(tc, intrusive_list);
+	tcase_add_test(tc, hung_requests_leave_the_depth_bfq);
+	tcase_add_test(tc, hung_requests_leave_the_depth_fifo);
 	tcase_add_test(tc, all_idle);
 	tcase_add_test(tc, solo_requests_are_counted);
 	tcase_add_test(tc, idle_window_and_timer);
