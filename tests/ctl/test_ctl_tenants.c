@@ -747,36 +747,44 @@ static void read_opened(int in, int result[2])
 }
 
 /*
- * Descriptors are shared: a tenant (and a user) holding files open stops at
- * its cap with EMFILE, and another tenant's user still opens files.
+ * Descriptors are shared: a tenant (and a user) holding files, or
+ * directories, open stops at its cap with EMFILE, and another tenant's user
+ * still opens them. An open directory holds descriptors as a file does and
+ * counts against the same cap (the user's files included).
  */
-START_TEST(open_files_past_the_cap_fail_for_the_holder_only)
+static void open_cap_fails_for_the_holder_only(bool directory)
 {
 	struct test_mount m;
 	mount_two_tenants(&m);
-	/* A small limit, so that the caps are reached quickly: 512 / 8 = 64 files each. */
+	/* A small limit, so that the caps are reached quickly: 512 / 8 = 64 each. */
 	struct rlimit limit;
 	ck_assert_int_eq(prlimit(m.daemon_pid, RLIMIT_NOFILE, NULL, &limit), 0);
 	limit.rlim_cur = 512;
 	ck_assert_int_eq(prlimit(m.daemon_pid, RLIMIT_NOFILE, &limit, NULL), 0);
 	enum { CAP = 512 / 8 };
+	char dir[600];
+	snprintf(dir, sizeof(dir), "%s", test_mnt_path(&m, "listed"));
+	if (directory)
+		ck_assert_int_eq(mkdir(dir, 0777), 0);
 	int pipe_fds[2];
 	ck_assert_int_eq(pipe(pipe_fds), 0);
 	int result[2];
 
-	pid_t holder = spawn_opener(group_a, 2001, test_mnt_path(&m, "held"), 1000, true, pipe_fds[1]);
+	pid_t holder = spawn_opener_of(group_a, 2001, directory ? dir : test_mnt_path(&m, "held"),
+				       directory, 1000, true, pipe_fds[1]);
 	read_opened(pipe_fds[0], result);
 	ck_assert_int_eq(result[1], EMFILE);
 	ck_assert_int_eq(result[0], CAP);
 
 	/* Another tenant, another user: not affected. */
-	pid_t other = spawn_opener(group_b, 2002, test_mnt_path(&m, "other"), 40, false, pipe_fds[1]);
+	pid_t other = spawn_opener_of(group_b, 2002, directory ? dir : test_mnt_path(&m, "other"),
+				      directory, 40, false, pipe_fds[1]);
 	read_opened(pipe_fds[0], result);
-	ck_assert_msg(result[0] == 40, "the other tenant opened %d of 40 files (errno %d)", result[0],
+	ck_assert_msg(result[0] == 40, "the other tenant opened %d of 40 (errno %d)", result[0],
 		      result[1]);
 	ck_assert_int_eq(wait_exit(other), 0);
 
-	/* The holder's user in another tenant: the user's cap. */
+	/* The holder's user in another tenant: the user's cap, for files too. */
 	pid_t same_user = spawn_opener(group_b, 2001, test_mnt_path(&m, "same-user"), 1, false,
 				       pipe_fds[1]);
 	read_opened(pipe_fds[0], result);
@@ -788,8 +796,8 @@ START_TEST(open_files_past_the_cap_fail_for_the_holder_only)
 	stop_child(holder);
 	bool opened = false;
 	for (int tries = 0; !opened && tries < 100; tries++) {
-		pid_t again = spawn_opener(group_b, 2001, test_mnt_path(&m, "again"), 1, false,
-					   pipe_fds[1]);
+		pid_t again = spawn_opener_of(group_b, 2001, directory ? dir : test_mnt_path(&m, "again"),
+					      directory, 1, false, pipe_fds[1]);
 		read_opened(pipe_fds[0], result);
 		wait_exit(again);
 		opened = result[0] == 1;
@@ -801,60 +809,16 @@ START_TEST(open_files_past_the_cap_fail_for_the_holder_only)
 	close(pipe_fds[1]);
 	test_mount_require_clean_exit(test_mount_stop(&m));
 }
+
+START_TEST(open_files_past_the_cap_fail_for_the_holder_only)
+{
+	open_cap_fails_for_the_holder_only(false);
+}
 END_TEST
 
-/*
- * An open directory holds descriptors as a file does: a tenant opening
- * directories stops at the same cap, and another tenant still opens them.
- */
 START_TEST(open_directories_count_against_the_cap_too)
 {
-	struct test_mount m;
-	mount_two_tenants(&m);
-	struct rlimit limit;
-	ck_assert_int_eq(prlimit(m.daemon_pid, RLIMIT_NOFILE, NULL, &limit), 0);
-	limit.rlim_cur = 512;
-	ck_assert_int_eq(prlimit(m.daemon_pid, RLIMIT_NOFILE, &limit, NULL), 0);
-	enum { CAP = 512 / 8 };
-	const char *dir = test_mnt_path(&m, "listed");
-	ck_assert_int_eq(mkdir(dir, 0777), 0);
-	int pipe_fds[2];
-	ck_assert_int_eq(pipe(pipe_fds), 0);
-	int result[2];
-
-	pid_t holder = spawn_opener_of(group_a, 2001, dir, true, 1000, true, pipe_fds[1]);
-	read_opened(pipe_fds[0], result);
-	ck_assert_int_eq(result[1], EMFILE);
-	ck_assert_int_eq(result[0], CAP);
-
-	pid_t other = spawn_opener_of(group_b, 2002, dir, true, 40, false, pipe_fds[1]);
-	read_opened(pipe_fds[0], result);
-	ck_assert_msg(result[0] == 40, "the other tenant opened the directory %d of 40 times (errno %d)",
-		      result[0], result[1]);
-	ck_assert_int_eq(wait_exit(other), 0);
-
-	/* The holder's user, in another tenant, at its cap for files too. */
-	pid_t same_user = spawn_opener(group_b, 2001, test_mnt_path(&m, "same-user"), 1, false,
-				       pipe_fds[1]);
-	read_opened(pipe_fds[0], result);
-	ck_assert_int_eq(result[0], 0);
-	ck_assert_int_eq(result[1], EMFILE);
-	ck_assert_int_eq(wait_exit(same_user), 0);
-
-	stop_child(holder);
-	bool opened = false;
-	for (int tries = 0; !opened && tries < 100; tries++) {
-		pid_t again = spawn_opener_of(group_b, 2001, dir, true, 1, false, pipe_fds[1]);
-		read_opened(pipe_fds[0], result);
-		wait_exit(again);
-		opened = result[0] == 1;
-		if (!opened)
-			usleep(50000);
-	}
-	ck_assert(opened);
-	close(pipe_fds[0]);
-	close(pipe_fds[1]);
-	test_mount_require_clean_exit(test_mount_stop(&m));
+	open_cap_fails_for_the_holder_only(true);
 }
 END_TEST
 
