@@ -26,6 +26,7 @@ struct stats {
 	atomic_uint kernel_queue_limit;
 	atomic_uint watch_timeout_s;
 	atomic_uint reserved;
+	atomic_uint hung;
 	pthread_mutex_t settings_lock; /* rare: a mount's and a reload's, and stat's reads */
 	struct stats_settings settings;
 	struct stats_tenant tenants[];
@@ -198,6 +199,16 @@ void stats_read_tenant(const struct stats *s, uint32_t tenant, struct stats_tena
 		if (atomic_load_explicit(&t->sched_seq, memory_order_relaxed) == before)
 			break;
 	}
+}
+
+void stats_publish_hung(struct stats *s, uint32_t hung)
+{
+	atomic_store_explicit(&s->hung, hung, memory_order_relaxed);
+}
+
+uint32_t stats_read_hung(const struct stats *s)
+{
+	return atomic_load_explicit(&((struct stats *)s)->hung, memory_order_relaxed);
 }
 
 void stats_read_global(const struct stats *s, uint64_t *peak_rate_bytes_per_s, uint32_t *inflight,

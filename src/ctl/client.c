@@ -481,10 +481,13 @@ static void print_table(FILE *out, struct json_object *m, const struct col *sort
 	bool model = cost_text(cost[0], sizeof(cost[0]), m, "read_cost", "read");
 	model |= cost_text(cost[1], sizeof(cost[1]), m, "write_cost", "write");
 	model |= cost_text(cost[2], sizeof(cost[2]), m, "dsync_cost", "dsync");
+	char hung[40] = "";
+	if (u64(m, "hung"))
+		snprintf(hung, sizeof(hung), ", %" PRIu64 " hung", u64(m, "hung"));
 	fprintf(out, "mount %s  backing %s  policy %s  in flight %" PRIu64 "/%" PRIu64
-		" (%" PRIu64 " kept)  kernel queue %" PRIu64 "  peak %s/s  uptime %s%s%s%s%s%s%s\n",
+		" (%" PRIu64 " kept%s)  kernel queue %" PRIu64 "  peak %s/s  uptime %s%s%s%s%s%s%s\n",
 		str(m, "mount"), str(m, "backing"), str(m, "policy"), u64(m, "inflight"),
-		u64(m, "max_inflight"), u64(m, "reserved_slots"), u64(m, "max_background"), peak,
+		u64(m, "max_inflight"), u64(m, "reserved_slots"), hung, u64(m, "max_background"), peak,
 		up_time, model ? "\ncost model: " : "", model ? cost[0] : "", model ? ", " : "",
 		model ? cost[1] : "", model ? ", " : "", model ? cost[2] : "");
 	struct json_object *tenants = field(m, "tenants");
@@ -569,6 +572,7 @@ static const struct prom_metric METRICS[] = {
 	{"fusesched_inflight", "gauge", "Requests at the backing store now.", NULL, NULL, 1, "inflight"},
 	{"fusesched_max_inflight", "gauge", "Configured limit of requests at the backing store.", NULL, NULL, 1, "max_inflight"},
 	{"fusesched_reserved_slots", "gauge", "Dispatch slots kept free for tenants that went idle within the reserve window.", NULL, NULL, 1, "reserved_slots"},
+	{"fusesched_hung", "gauge", "Requests at the backing store past 5 s, taken to be hung: they leave the depth to the other tenants.", NULL, NULL, 1, "hung"},
 	{"fusesched_max_background", "gauge", "The kernel's limit on async requests sent to the daemon at once.", NULL, NULL, 1, "max_background"},
 	{"fusesched_peak_rate_bytes_per_second", "gauge", "Learned peak rate of the backing store.", NULL, NULL, 1, "peak_rate_bytes_per_s"},
 	{"fusesched_tenant_weight", "gauge", "Weight of the tenant.", "weight", NULL, 1, NULL},

@@ -1401,6 +1401,7 @@ static void publish_stats(struct engine *e, uint64_t now)
 	recompute_meta_sole(e, now, busy_tenant, busy_count);
 	stats_publish_global(e->stats, sched_peak_rate(e->sched), sched_inflight(e->sched),
 			     sched_max_inflight(e->sched), sched_reserved_slots(e->sched, now));
+	stats_publish_hung(e->stats, sched_hung(e->sched));
 }
 
 static void close_solo(struct engine *e)

@@ -355,6 +355,21 @@ static const char FLAT_BY_WEIGHT[] =
 	"(default)       100   0.0%   0.0%   0.0%   0.0%       0B       0B      0     0ns     0ns     0ns      0     0      0     0ns       0/0/0       0/0/0/0/0\n"
 	"/demo-bronze    100  11.1%  48.1%  50.0%  30.0%       0B   123MiB  1.97k   262us  1.05ms  24.7ms      2     1    206  21.4ms 234/0/1.14k 116/0/1.33k/3/173\n";
 
+/* The header names requests hung at the store only when there are some. */
+START_TEST(header_names_hung_requests_when_there_are_some)
+{
+	struct json_object *mount = doc("");
+	char *text = table(mount, NULL);
+	ck_assert_msg(strstr(text, "in flight 3/32 (1 kept)  "), "%s", text);
+	free(text);
+	json_object_object_add(mount, "hung", json_object_new_int(2));
+	text = table(mount, NULL);
+	ck_assert_msg(strstr(text, "in flight 3/32 (1 kept, 2 hung)  "), "%s", text);
+	free(text);
+	json_object_put(mount);
+}
+END_TEST
+
 START_TEST(flat_table_is_unchanged_with_null_or_no_parents)
 {
 	/* null parents (this daemon) and no parent key at all (a daemon older than the tree). */
@@ -454,6 +469,7 @@ int main(void)
 	tcase_add_test(out, json_has_parent_ids_tree_targets_and_subtree_shares);
 	tcase_add_test(out, table_rows_are_a_tree_indented_relative_and_short);
 	tcase_add_test(out, flat_table_is_unchanged_with_null_or_no_parents);
+	tcase_add_test(out, header_names_hung_requests_when_there_are_some);
 	tcase_add_test(out, unknown_sort_key_is_refused);
 	tcase_add_test(out, container_ids_are_cut_to_twelve_hex_digits);
 	tcase_add_test(out, prometheus_names_the_parent_of_children_only);
