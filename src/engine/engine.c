@@ -1319,6 +1319,16 @@ static void size_ring_workers(struct engine *e)
 			 strerror(-r));
 }
 
+/* On the reactor: io-wq workers and executors for the depth and the hung requests. */
+static void grow_workers(struct engine *e)
+{
+	size_ring_workers(e);
+	int r = start_executors(e);
+	if (r)
+		fuse_log(FUSE_LOG_WARNING, "fusesched: %u executors of %u started: %s\n",
+			 e->blocking_started, executors_wanted(e), strerror(r));
+}
+
 /* On the reactor, after dispatching: workers for the requests hung at the store. */
 static void follow_hung(struct engine *e)
 {
@@ -1326,11 +1336,7 @@ static void follow_hung(struct engine *e)
 	if (hung <= e->hung_seen)
 		return; /* started threads stay; the io-wq limit only rises */
 	e->hung_seen = hung;
-	size_ring_workers(e);
-	int r = start_executors(e);
-	if (r)
-		fuse_log(FUSE_LOG_WARNING, "fusesched: %u executors of %u started: %s\n",
-			 e->blocking_started, executors_wanted(e), strerror(r));
+	grow_workers(e);
 }
 
 /* On the reactor: settings reloaded since the last round, applied and published. */
@@ -1354,11 +1360,7 @@ static void apply_reload(struct engine *e)
 	 * its next sizing (kernel_queue_min).
 	 */
 	e->params.sched.max_inflight = p.sched.max_inflight;
-	size_ring_workers(e);
-	int r = start_executors(e);
-	if (r)
-		fuse_log(FUSE_LOG_WARNING, "fusesched: %u executors of %u started: %s\n",
-			 e->blocking_started, executors_wanted(e), strerror(r));
+	grow_workers(e);
 	if (!e->wait_by_poll)
 		e->params.busy_poll_ns = p.busy_poll_ns;
 	publish_settings(e);

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -223,14 +224,26 @@ void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
 void test_mount_start_with_backing(struct test_mount *m, const char *backing,
 				   const char *const *extra_args)
 {
-	test_mount_start_with_backing_under(m, backing, NULL, extra_args);
+	make_dirs(m, backing);
+	start_daemon(m, NULL, extra_args);
 }
 
-void test_mount_start_with_backing_under(struct test_mount *m, const char *backing,
-					 const char *const *wrapper, const char *const *extra_args)
+void test_mount_start_nofile(struct test_mount *m, const char *backing, int nofile)
 {
+	char limit[64];
+	snprintf(limit, sizeof(limit), "--nofile=%d:%d", nofile, nofile);
+	const char *const wrapper[] = {"setpriv", "--bounding-set=-sys_resource", "prlimit", limit,
+				       NULL};
 	make_dirs(m, backing);
-	start_daemon(m, wrapper, extra_args);
+	start_daemon(m, wrapper, NULL);
+}
+
+bool test_kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int have_major = 0, have_minor = 0;
+	return uname(&u) == 0 && sscanf(u.release, "%d.%d", &have_major, &have_minor) == 2 &&
+	       (have_major > major || (have_major == major && have_minor >= minor));
 }
 
 int test_mount_stop(struct test_mount *m)

@@ -54,9 +54,15 @@ void test_mount_start_under(struct test_mount *m, const char *const *wrapper,
  */
 void test_mount_start_with_backing(struct test_mount *m, const char *backing,
 				   const char *const *extra_args);
-/* Both: the test's backing directory, and the daemon under a wrapper. */
-void test_mount_start_with_backing_under(struct test_mount *m, const char *backing,
-					 const char *const *wrapper, const char *const *extra_args);
+/*
+ * Over backing (NULL: ROOT/backing), the daemon started with a descriptor
+ * limit of nofile that it cannot raise (CAP_SYS_RESOURCE out of its
+ * bounding set): the limit it sizes its bounds by at start.
+ */
+void test_mount_start_nofile(struct test_mount *m, const char *backing, int nofile);
+
+/* Is the running kernel at least major.minor? */
+bool test_kernel_at_least(int major, int minor);
 /* Unmounts, reaps the daemon, removes the directories; returns its exit status. */
 int test_mount_stop(struct test_mount *m);
 

@@ -285,6 +285,16 @@ START_TEST(directories_symlinks_and_other_mounts_reopen)
 }
 END_TEST
 
+/* Six files of procfs, which has no file handles, inserted below proc_fd. */
+static void insert_six_proc_files(struct inode_table *t, int proc_fd, uint64_t node[6])
+{
+	const char *names[] = {"meminfo", "cpuinfo", "uptime", "version", "stat", "filesystems"};
+	for (int i = 0; i < 6; i++) {
+		struct stat st;
+		node[i] = insert_at(t, proc_fd, names[i], &st);
+	}
+}
+
 START_TEST(filesystems_without_handles_keep_descriptors)
 {
 	/* procfs has no file handles: its nodes stay open, whatever the bound. */
@@ -293,12 +303,8 @@ START_TEST(filesystems_without_handles_keep_descriptors)
 	int base_fds = test_count_fds(getpid());
 	struct inode_table *t = NULL;
 	ck_assert_int_eq(inode_table_new(proc_fd, 1, &t), 0);
-	const char *names[] = {"meminfo", "cpuinfo", "uptime", "version", "stat", "filesystems"};
 	uint64_t node[6];
-	for (int i = 0; i < 6; i++) {
-		struct stat st;
-		node[i] = insert_at(t, proc_fd, names[i], &st);
-	}
+	insert_six_proc_files(t, proc_fd, node);
 	ck_assert_uint_eq(inode_table_fds_release(t, 1000), 0);
 	ck_assert_int_eq(test_count_fds(getpid()), base_fds + 6);
 	for (int i = 0; i < 6; i++) {
@@ -328,12 +334,8 @@ START_TEST(nodes_without_handles_past_the_bound_are_named_to_forget)
 	ck_assert_int_ge(proc_fd, 0);
 	struct inode_table *t = NULL;
 	ck_assert_int_eq(inode_table_new(proc_fd, 2, &t), 0);
-	const char *names[] = {"meminfo", "cpuinfo", "uptime", "version", "stat", "filesystems"};
 	uint64_t node[6];
-	for (int i = 0; i < 6; i++) {
-		struct stat st;
-		node[i] = insert_at(t, proc_fd, names[i], &st);
-	}
+	insert_six_proc_files(t, proc_fd, node);
 	ck_assert(inode_table_prune_due(t));
 	ck_assert_int_ge(inode_table_fd_get(t, node[0]), 0);  /* a request in flight */
 	ck_assert_int_ge(inode_table_fd_hold(t, node[1]), 0); /* an open file */

@@ -46,7 +46,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -661,21 +660,14 @@ END_TEST
 START_TEST(files_past_the_descriptor_limit_are_created_and_read_back)
 {
 	require_volume();
-	struct utsname u;
-	int major = 0, minor = 0;
-	if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2 ||
-	    major * 100 + minor < 618) {
-		fprintf(stderr, "note: kernel %s has no FUSE_NOTIFY_PRUNE; not tested\n", u.release);
+	if (!test_kernel_at_least(6, 18)) {
+		fprintf(stderr, "note: kernel before 6.18 has no FUSE_NOTIFY_PRUNE; not tested\n");
 		return;
 	}
 	const char *backing = gluster_node_path(&G, 0, "prune");
 	ck_assert_msg(mkdir(backing, 0777) == 0 || errno == EEXIST, "mkdir %s: %s", backing, strerror(errno));
-	char nofile[64];
-	snprintf(nofile, sizeof(nofile), "--nofile=%d:%d", PRUNE_NOFILE, PRUNE_NOFILE);
-	const char *const wrapper[] = {"setpriv", "--bounding-set=-sys_resource", "prlimit", nofile,
-				       NULL};
 	struct test_mount m;
-	test_mount_start_with_backing_under(&m, backing, wrapper, NULL);
+	test_mount_start_nofile(&m, backing, PRUNE_NOFILE);
 	char name[32], text[16], back[16];
 	for (int i = 0; i < PRUNE_FILES; i++) {
 		snprintf(name, sizeof(name), "f%d", i);

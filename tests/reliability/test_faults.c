@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -182,14 +181,6 @@ static int read_files(void *arg)
 	return 0;
 }
 
-static bool kernel_at_least(int major, int minor)
-{
-	struct utsname u;
-	int have_major = 0, have_minor = 0;
-	return uname(&u) == 0 && sscanf(u.release, "%d.%d", &have_major, &have_minor) == 2 &&
-	       (have_major > major || (have_major == major && have_minor >= minor));
-}
-
 /*
  * A backing filesystem without file handles (here overlayfs, as FUSE ones
  * such as GlusterFS's client) costs the daemon a descriptor for every inode
@@ -201,17 +192,13 @@ static bool kernel_at_least(int major, int minor)
  */
 START_TEST(a_backing_without_handles_cannot_take_every_descriptor)
 {
-	if (!kernel_at_least(6, 18)) {
+	if (!test_kernel_at_least(6, 18)) {
 		fprintf(stderr, "note: kernel before 6.18 has no FUSE_NOTIFY_PRUNE; not tested\n");
 		return;
 	}
 	/* The limit from the start (the daemon sizes its node bound then), not raised past it. */
-	char nofile[64];
-	snprintf(nofile, sizeof(nofile), "--nofile=%d:%d", PRUNE_NOFILE, PRUNE_NOFILE);
-	const char *const wrapper[] = {"setpriv", "--bounding-set=-sys_resource", "prlimit", nofile,
-				       NULL};
 	struct test_mount m;
-	test_mount_start_under(&m, wrapper, NULL);
+	test_mount_start_nofile(&m, NULL, PRUNE_NOFILE);
 	char ovl[400], overlay[400];
 	snprintf(ovl, sizeof(ovl), "%s/ovl", m.root);
 	snprintf(overlay, sizeof(overlay), "%s", test_backing_path(&m, "ov"));
