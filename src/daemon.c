@@ -366,13 +366,20 @@ static void daemon_notify(const char *state)
 }
 
 /* Once daemonized, stderr is /dev/null: messages go to syslog instead. */
-/* The engine's new size for the kernel's async request queue (engine.h). */
+/*
+ * The engine's new size for the kernel's async request queue (engine.h),
+ * or the same again to wake a caller waiting for room in it: that comes
+ * every 100 ms while a store hangs, so a failure is logged once.
+ */
 static void set_kernel_queue(void *q, uint32_t limit)
 {
+	static bool failure_logged;
 	int r = kernel_queue_set(q, limit);
-	if (r)
-		fuse_log(FUSE_LOG_WARNING, "fusesched: cannot set max_background to %u: %s\n", limit,
-			 strerror(-r));
+	if (r && !failure_logged) {
+		failure_logged = true;
+		fuse_log(FUSE_LOG_WARNING, "fusesched: cannot set max_background to %u: %s (not logged again)\n",
+			 limit, strerror(-r));
+	}
 }
 
 static int64_t kernel_queue_outstanding(void *q)

@@ -127,12 +127,18 @@ struct datapath *engine_datapath(struct engine *e);
  * while a deep tenant waited for its own (sched_take_held_beside_deep), at
  * most ENGINE_KERNEL_QUEUE_HELD_BYTES of them: held, they stay outstanding
  * in that queue, and the deep tenant's next requests would wait behind
- * them in the kernel.
+ * them in the kernel. It adds room too, past max, for twice what tenants
+ * with requests hung at the store hold (sched_held_by_hung), at most
+ * ENGINE_KERNEL_QUEUE_HELD_BYTES of requests their size: those stay
+ * outstanding for as long as the store hangs.
  */
 #define ENGINE_KERNEL_QUEUE_BYTES (64u << 20)
 /* At most this much more room for requests the scheduler holds back while
  * a deep tenant waits for its own (engine.c, size_kernel_queue). */
 #define ENGINE_KERNEL_QUEUE_HELD_BYTES (192u << 20)
+/* The kernel's own ceiling for the limit (a 16-bit field); room for hung
+ * tenants' requests may take it past max (engine.c, size_kernel_queue). */
+#define ENGINE_KERNEL_QUEUE_LIMIT_MAX 65535u
 #define ENGINE_MAX_TRANSFER_BYTES (1u << 20)  /* fs.h's FS_READ_MAX_BYTES; max_write is at most that */
 uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t min_requests, uint32_t max);
 

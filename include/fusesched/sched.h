@@ -312,6 +312,11 @@ uint64_t sched_peak_rate(const struct sched *s);
 /* Of sched_inflight, the requests at the store so long that they are taken
  * to be hung (sched.c): they leave the depth to the others. */
 uint32_t sched_hung(const struct sched *s);
+/* Requests queued or at the store of the tenants that have requests hung
+ * there: outstanding in the kernel's queue of async requests, they will
+ * not leave it before the store answers (engine.c sizes that queue). The
+ * hung requests' mean size in *hung_mean_bytes (0 when none). */
+uint32_t sched_held_by_hung(struct sched *s, uint64_t *hung_mean_bytes);
 uint32_t sched_inflight(const struct sched *s);
 uint32_t sched_pending(const struct sched *s);
 /* Dispatch slots kept free now for tenants that went idle within

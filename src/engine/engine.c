@@ -191,6 +191,8 @@ struct engine {
 	uint64_t window_transfers, window_transfer_bytes; /* reads and writes finished this second */
 	uint32_t window_peak_held;     /* most requests outstanding at a stats tick */
 	uint32_t kernel_queue_beside;  /* room added for others' held requests (size_kernel_queue) */
+	uint32_t kernel_queue_hung;    /* room added for hung tenants' requests (size_kernel_queue) */
+	uint64_t kernel_queue_mean_bytes; /* of the last second's reads and writes that had any */
 	uint64_t wait_avg_ns;          /* moving average of waits with requests at the store */
 };
 
@@ -1212,6 +1214,13 @@ static uint32_t window_kernel_queue_limit(const struct engine *e)
 					 e->kernel_queue_max);
 }
 
+/* Requests of mean_bytes each that make ENGINE_KERNEL_QUEUE_HELD_BYTES. */
+static uint32_t held_room(uint64_t mean_bytes)
+{
+	return engine_kernel_queue_limit(mean_bytes, 0, UINT32_MAX) *
+	       (uint32_t)(ENGINE_KERNEL_QUEUE_HELD_BYTES / ENGINE_KERNEL_QUEUE_BYTES);
+}
+
 /*
  * Each second, the kernel's async request limit from the mean size of the
  * reads and writes that finished in it (engine.h). It falls at once, but
@@ -1239,24 +1248,58 @@ static void size_kernel_queue(struct engine *e, uint64_t now)
 	uint32_t beside = sched_take_held_beside_deep(e->sched);
 	uint32_t kept = e->kernel_queue_beside - e->kernel_queue_beside / 4u;
 	e->kernel_queue_beside = beside > kept ? beside : kept;
-	if (e->window_transfers) {
-		uint64_t mean = e->window_transfer_bytes / e->window_transfers;
-		uint32_t room = engine_kernel_queue_limit(mean, 0, UINT32_MAX) * (uint32_t)
-			(ENGINE_KERNEL_QUEUE_HELD_BYTES / ENGINE_KERNEL_QUEUE_BYTES);
-		uint64_t limit = (uint64_t)window_kernel_queue_limit(e) +
-				 (e->kernel_queue_beside < room ? e->kernel_queue_beside : room);
-		if (limit > e->kernel_queue_max)
-			limit = e->kernel_queue_max;
-		uint32_t old = e->kernel_queue_limit;
-		bool held_back = e->window_peak_held * 4u >= old * 3u;
-		if (limit * 4u < old * 3u || (limit * 4u > old * 5u && held_back)) {
-			e->kernel_queue_set(e->kernel_queue_arg, (uint32_t)limit);
-			e->kernel_queue_limit = (uint32_t)limit;
-			stats_publish_kernel_queue(e->stats, (uint32_t)limit);
-		}
+	/*
+	 * A tenant whose store hangs keeps its requests outstanding there for
+	 * as long as it hangs, and with them every other tenant's readahead,
+	 * writeback and aio waited at the full queue (a buffered read of
+	 * another file: 20 s and more). Room is made for twice what it holds,
+	 * past the limit's usual ceiling up to the kernel's: its callers are
+	 * the first in the kernel's line for room (they found the queue full
+	 * first), so room for as much again would go to them each second;
+	 * twice passes whatever depth they have in a few seconds and leaves
+	 * the rest to the others. Its requests wait for the store, not to be
+	 * copied; the room is at most ENGINE_KERNEL_QUEUE_HELD_BYTES of
+	 * requests the size of the hung ones, which bounds the payloads it
+	 * may queue meanwhile. The room goes as soon as they are answered.
+	 */
+	uint64_t hung_mean_bytes = 0;
+	uint64_t hung_room = 2u * (uint64_t)sched_held_by_hung(e->sched, &hung_mean_bytes);
+	uint64_t hung_room_max = held_room(hung_mean_bytes);
+	e->kernel_queue_hung = (uint32_t)(hung_room < hung_room_max ? hung_room : hung_room_max);
+	if (e->window_transfers)
+		e->kernel_queue_mean_bytes = e->window_transfer_bytes / e->window_transfers;
+	uint64_t mean = e->kernel_queue_mean_bytes;
+	uint32_t room = held_room(mean);
+	uint64_t limit = (uint64_t)engine_kernel_queue_limit(mean, kernel_queue_min(e), e->kernel_queue_max) +
+			 (e->kernel_queue_beside < room ? e->kernel_queue_beside : room);
+	if (limit > e->kernel_queue_max)
+		limit = e->kernel_queue_max;
+	limit += e->kernel_queue_hung;
+	if (limit > ENGINE_KERNEL_QUEUE_LIMIT_MAX)
+		limit = ENGINE_KERNEL_QUEUE_LIMIT_MAX;
+	uint32_t old = e->kernel_queue_limit;
+	bool held_back = e->window_peak_held * 4u >= old * 3u;
+	if (limit * 4u < old * 3u || (limit * 4u > old * 5u && held_back)) {
+		e->kernel_queue_set(e->kernel_queue_arg, (uint32_t)limit);
+		e->kernel_queue_limit = (uint32_t)limit;
+		stats_publish_kernel_queue(e->stats, (uint32_t)limit);
 	}
 	e->window_transfers = e->window_transfer_bytes = 0;
 	e->window_peak_held = 0;
+}
+
+/*
+ * At a stats tick, while room is kept for hung tenants: the kernel wakes one
+ * caller waiting for room in its queue when the limit is written and another
+ * when one of the queue's requests is answered. With every request in the
+ * queue hung none is answered, so after a rise the first waiter woken (the
+ * hung tenant's, the first to find the queue full) could take the room
+ * while the others slept on; writing the limit again wakes the next.
+ */
+static void wake_kernel_queue_waiters(struct engine *e)
+{
+	if (e->kernel_queue_set && e->kernel_queue_hung)
+		e->kernel_queue_set(e->kernel_queue_arg, e->kernel_queue_limit);
 }
 
 /*
@@ -1373,6 +1416,7 @@ uint32_t engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32
 	e->kernel_queue_waiting = waiting;
 	e->kernel_queue_arg = arg;
 	e->kernel_queue_max = max;
+	e->kernel_queue_mean_bytes = ENGINE_MAX_TRANSFER_BYTES; /* as the first limit assumes */
 	e->kernel_queue_limit = set ? engine_kernel_queue_limit(ENGINE_MAX_TRANSFER_BYTES, kernel_queue_min(e), max)
 				    : max;
 	stats_publish_kernel_queue(e->stats, e->kernel_queue_limit);
@@ -1400,6 +1444,7 @@ static void publish_stats(struct engine *e, uint64_t now)
 		}
 	}
 	note_outstanding(e);
+	wake_kernel_queue_waiters(e);
 	recompute_meta_sole(e, now, busy_tenant, busy_count);
 	stats_publish_global(e->stats, sched_peak_rate(e->sched), sched_inflight(e->sched),
 			     sched_max_inflight(e->sched), sched_reserved_slots(e->sched, now));

@@ -297,18 +297,21 @@ static uint64_t held_service(struct sched *s, const struct sched_queue *g, uint6
 	return t > g->inflight_charged ? t - g->inflight_charged : 0;
 }
 
-/* While the store has completed nothing for a budget timeout: the queue
- * first in line that would be owed service were g's requests at the store
- * charged for what they have held so far. A store that stalls charges
- * nothing, V stands still, and a tenant back from a request of its own
- * stays ahead of it while g, past its cap, takes every slot. Not while
- * completions come: where the store queues what it is sent (a serial
- * one behind max_inflight), every slot given is a place in its queue, and
- * shares there follow the places (seed 92 of the matrix). */
+/* While the store has completed nothing for a budget timeout, or g has
+ * requests hung there: the queue first in line that would be owed service
+ * were g's requests at the store charged for what they have held so far.
+ * A store that stalls charges nothing, V stands still, and a tenant back
+ * from a request of its own stays ahead of it while g, past its cap, takes
+ * every slot; beside a tenant whose store hangs for it alone, the other's
+ * requests complete, and without the hung ones counted each of them waited
+ * out g's slice (20-30 ms). Not while completions come otherwise: where
+ * the store queues what it is sent (a serial one behind max_inflight),
+ * every slot given is a place in its queue, and shares there follow the
+ * places (seed 92 of the matrix). */
 static struct sched_queue *owed_counting_held(struct sched *s, struct sched_queue *g,
 					      uint64_t now_ns)
 {
-	if (now_ns - s->last_complete_ns < s->p.budget_timeout_ns)
+	if (now_ns - s->last_complete_ns < s->p.budget_timeout_ns && !g->hung)
 		return NULL;
 	struct sched_queue *o = queue_of_ent(sched_wf2q_peek(&s->wq, WF2Q_WAITING));
 	if (!o || !s->wq.wsum)

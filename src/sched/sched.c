@@ -403,6 +403,7 @@ static void mark_hung(struct sched *s, uint64_t now_ns)
 		sched_list_remove(&r->link);
 		sched_list_add_tail(&s->hung_reqs, &r->link);
 		r->hung = true;
+		r->queue->hung++;
 		s->hung++;
 	}
 }
@@ -460,6 +461,7 @@ uint64_t sched_req_finish(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	q->inflight_share_starts -= r->store_share_start;
 	sched_list_remove(&r->link);
 	s->hung -= r->hung;
+	q->hung -= r->hung;
 	s->last_complete_ns = now_ns;
 	s->nmulti -= q->pending + q->inflight == 2;
 	q->inflight--;
@@ -521,6 +523,24 @@ void sched_timer(struct sched *s, uint64_t now_ns)
 uint32_t sched_hung(const struct sched *s)
 {
 	return s->hung;
+}
+
+uint32_t sched_held_by_hung(struct sched *s, uint64_t *hung_mean_bytes)
+{
+	uint32_t held = 0;
+	uint64_t bytes = 0;
+	s->hung_tally++;
+	for (struct sched_link *l = s->hung_reqs.next; l != &s->hung_reqs; l = l->next) {
+		const struct sched_req *r = sched_list_entry(l, struct sched_req, link);
+		struct sched_queue *q = r->queue;
+		bytes += r->bytes;
+		if (q->hung_tally != s->hung_tally) {
+			q->hung_tally = s->hung_tally;
+			held += q->pending + q->inflight;
+		}
+	}
+	*hung_mean_bytes = s->hung ? bytes / s->hung : 0;
+	return held;
 }
 
 uint64_t sched_peak_rate(const struct sched *s)

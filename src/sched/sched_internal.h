@@ -226,6 +226,8 @@ struct sched_queue {
 	struct sched_link gap_link;	/* sched.gap_queues, while QUEUE_IN_GAP */
 	struct sched_link reqs;		/* queued requests, arrival order (bfq) */
 	uint32_t pending, inflight;
+	uint32_t hung;			/* of inflight, on sched.hung_reqs */
+	uint64_t hung_tally;		/* sched.hung_tally when last counted (sched_held_by_hung) */
 	/* Over its requests at the store: their store_share_start summed, and
 	 * the bytes charged for them at dispatch (bfq.c, held_service). */
 	uint64_t inflight_share_starts, inflight_charged;
@@ -328,6 +330,7 @@ struct sched {
 	struct sched_link flight;	/* requests at the store, not hung: oldest dispatch first */
 	struct sched_link hung_reqs;	/* requests at the store past SCHED_HUNG_NS */
 	uint32_t hung;			/* on hung_reqs: in inflight, not against the depth */
+	uint64_t hung_tally;		/* one per sched_held_by_hung, to count each queue once */
 	uint32_t nbusy;			/* busy queues */
 	uint32_t nmulti;		/* queues with 2+ requests queued or in flight */
 	uint32_t async_inflight;

@@ -677,34 +677,12 @@ START_TEST(stop_drains_every_request)
 }
 END_TEST
 
-/*
- * eiofs serving scratch/source (made here) at scratch/stalling: reads of a
- * file there wait while source/NAME.stall exists, a store that hangs. Its pid.
- */
+/* eiofs serving scratch/source at scratch/stalling (test_stalling_store_up). */
 static pid_t stalling_store_up(char *source, char *stalling, size_t bytes)
 {
 	snprintf(source, bytes, "%s/source", scratch);
 	snprintf(stalling, bytes, "%s/stalling", scratch);
-	ck_assert_int_eq(mkdir(source, 0755), 0);
-	ck_assert_int_eq(mkdir(stalling, 0755), 0);
-	leftovers_add_mount(stalling);
-	pid_t eiofs = fork();
-	ck_assert_int_ge(eiofs, 0);
-	if (eiofs == 0) {
-		execl(EIOFS_BIN, EIOFS_BIN, source, stalling, "-f", (char *)NULL);
-		_exit(127);
-	}
-	for (int waited_ms = 0; !test_is_fuse_mount(stalling); waited_ms += 10) {
-		ck_assert_msg(waited_ms < ANSWER_WAIT_MS, "eiofs did not mount");
-		usleep(10000);
-	}
-	return eiofs;
-}
-
-static void stalling_store_down(const char *stalling, pid_t eiofs)
-{
-	test_sh("fusermount3 -u '%s'", stalling);
-	waitpid(eiofs, NULL, 0);
+	return test_stalling_store_up(source, stalling);
 }
 
 /* A file at path opened (with flags besides O_RDWR) for the engine, as its opener. */
@@ -774,7 +752,7 @@ START_TEST(a_blocked_copy_leaves_other_requests_flowing)
 	dp->file_released(dp, &out);
 	close(in.fd);
 	close(out.fd);
-	stalling_store_down(stalling, eiofs);
+	test_stalling_store_down(stalling, eiofs);
 	engine_down();
 }
 END_TEST
@@ -825,7 +803,7 @@ static void hung_store_reads_leave_the_reactor_free(int flags)
 	close_file(&other);
 	dp->file_released(dp, &hung);
 	close(hung.fd);
-	stalling_store_down(stalling, eiofs);
+	test_stalling_store_down(stalling, eiofs);
 	engine_down();
 }
 
@@ -902,7 +880,7 @@ START_TEST(a_reload_past_the_mounted_depth_takes_effect)
 		dp->file_released(dp, &f[i]);
 		close(f[i].fd);
 	}
-	stalling_store_down(stalling, eiofs);
+	test_stalling_store_down(stalling, eiofs);
 	engine_down();
 }
 END_TEST

@@ -54,6 +54,9 @@ bool test_in_mountinfo(const char *path)
 	return found;
 }
 
+/* How long eiofs may take to mount (test_stalling_store_up). */
+#define STALLING_STORE_WAIT_MS 10000
+
 static void die(const char *what)
 {
 	fprintf(stderr, "test_mount: %s: %s\n", what, strerror(errno));
@@ -244,6 +247,37 @@ bool test_kernel_at_least(int major, int minor)
 	int have_major = 0, have_minor = 0;
 	return uname(&u) == 0 && sscanf(u.release, "%d.%d", &have_major, &have_minor) == 2 &&
 	       (have_major > major || (have_major == major && have_minor >= minor));
+}
+
+pid_t test_stalling_store_up(const char *source, const char *stalling)
+{
+	if (mkdir(source, 0755) < 0 || mkdir(stalling, 0755) < 0)
+		die("mkdir");
+	leftovers_add_mount(stalling);
+	pid_t eiofs = fork();
+	if (eiofs < 0)
+		die("fork");
+	if (eiofs == 0) {
+		execl(EIOFS_BIN, EIOFS_BIN, source, stalling, "-f", (char *)NULL);
+		_exit(127);
+	}
+	for (int waited_ms = 0; !test_is_fuse_mount(stalling); waited_ms += 10) {
+		if (waited_ms >= STALLING_STORE_WAIT_MS || waitpid(eiofs, NULL, WNOHANG) != 0) {
+			fprintf(stderr, "test_mount: eiofs did not mount %s\n", stalling);
+			exit(99);
+		}
+		usleep(10000);
+	}
+	return eiofs;
+}
+
+void test_stalling_store_down(const char *stalling, pid_t eiofs)
+{
+	/* libfuse unmounts as it exits, lazily where a mount above holds its files. */
+	kill(eiofs, SIGTERM);
+	waitpid(eiofs, NULL, 0);
+	if (test_in_mountinfo(stalling))
+		test_sh("umount -l '%s'", stalling);
 }
 
 int test_mount_stop(struct test_mount *m)

@@ -61,6 +61,17 @@ void test_mount_start_with_backing(struct test_mount *m, const char *backing,
  */
 void test_mount_start_nofile(struct test_mount *m, const char *backing, int nofile);
 
+/*
+ * eiofs (tests/reliability/eiofs.c) serving the directory source at
+ * stalling, both made here: a FUSE store whose reads of a file wait while
+ * source/NAME.stall exists, a store that hangs. stalling is recorded for
+ * the runner's cleanup; returns eiofs's pid. Down: ended and reaped,
+ * unmounted lazily where a fusesched mount above still holds its files
+ * (remove the markers first: a read still waiting holds eiofs up).
+ */
+pid_t test_stalling_store_up(const char *source, const char *stalling);
+void test_stalling_store_down(const char *stalling, pid_t eiofs);
+
 /* Is the running kernel at least major.minor? */
 bool test_kernel_at_least(int major, int minor);
 /* Unmounts, reaps the daemon, removes the directories; returns its exit status. */

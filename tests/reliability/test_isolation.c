@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/aio_abi.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -581,6 +583,121 @@ START_TEST(kernel_queue_makes_room_for_a_deep_tenant_behind_held_requests)
 }
 END_TEST
 
+/* The mount's count of requests taken to be hung at the store (stat's hung). */
+static int64_t stat_hung(const struct test_mount *m)
+{
+	struct json_object *mount = NULL, *field = NULL;
+	struct json_object *doc = ctl_test_stat(m->mnt, &mount);
+	int64_t n = json_object_object_get_ex(mount, "hung", &field) ? json_object_get_int64(field) : -1;
+	json_object_put(doc);
+	return n;
+}
+
+/* One 4 KiB direct read of path by Linux aio (an async request of the kernel's queue); true if it read 4 KiB. */
+static bool aio_read_4k(const char *path)
+{
+	static char buf[4096] __attribute__((aligned(4096)));
+	int fd = open(path, O_RDONLY | O_DIRECT);
+	aio_context_t ctx = 0;
+	if (fd < 0 || syscall(SYS_io_setup, 1, &ctx) < 0)
+		return false;
+	struct iocb cb = {.aio_fildes = (uint32_t)fd, .aio_lio_opcode = IOCB_CMD_PREAD,
+			  .aio_buf = (uint64_t)(uintptr_t)buf, .aio_nbytes = sizeof(buf)};
+	struct iocb *cbs[1] = {&cb};
+	struct io_event ev;
+	bool ok = syscall(SYS_io_submit, ctx, 1, cbs) == 1 && syscall(SYS_io_getevents, ctx, 1, 1, &ev, NULL) == 1 &&
+		  ev.res == (int64_t)sizeof(buf);
+	syscall(SYS_io_destroy, ctx);
+	close(fd);
+	return ok;
+}
+
+/* How long the victim is given beside the hung store: without room made it never finished. */
+#define HUNG_VICTIM_WAIT_S 30
+
+/*
+ * A tenant whose store hangs (its reads of one file wait at eiofs, a FUSE
+ * store mounted inside the backing directory) keeps its requests
+ * outstanding in the kernel's one queue of async requests for as long as
+ * it hangs. A deep aio reader of that file filled it, and every other
+ * tenant's readahead and aio waited in the kernel behind it: the victim's
+ * buffered read of another file never finished. The daemon makes room past
+ * what the hung tenant holds (engine.c, size_kernel_queue): the victim's
+ * buffered read and aio reads complete while the attacker's reads still
+ * hang.
+ */
+START_TEST(a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue)
+{
+	struct test_mount m;
+	mount_attacker_and_victim(&m, NULL);
+	char source[400], stalling[400], marker[450], victim_file[400], small[400];
+	snprintf(source, sizeof(source), "%s/eiofs-source", m.root);
+	snprintf(stalling, sizeof(stalling), "%s", test_backing_path(&m, "slow"));
+	pid_t eiofs = test_stalling_store_up(source, stalling);
+	ck_assert_int_eq(test_sh("head -c 4M /dev/urandom >'%s/big' && chmod 644 '%s/big'", source, source), 0);
+	/* Written in the backing directory: the mount's page cache has none of it. */
+	snprintf(victim_file, sizeof(victim_file), "%s", test_mnt_path(&m, "victim-file"));
+	ck_assert_int_eq(test_sh("head -c 1M /dev/urandom >'%s' && chmod 644 '%s'",
+				 test_backing_path(&m, "victim-file"), test_backing_path(&m, "victim-file")), 0);
+	make_small_file(&m);
+	snprintf(small, sizeof(small), "%s", test_mnt_path(&m, "small"));
+	snprintf(marker, sizeof(marker), "%s/big.stall", source);
+	test_write_file(marker, "");
+
+	char slow_dir[400];
+	snprintf(slow_dir, sizeof(slow_dir), "%s", test_mnt_path(&m, "slow"));
+	const char *hung_reads[] = {"--filename=big", "--rw=randread", "--bs=4k", "--iodepth=1024", "--numjobs=2",
+				    NULL};
+	pid_t fio = spawn_attacker_fio(slow_dir, hung_reads);
+	int64_t hung = 0, held = 0;
+	CTL_TEST_POLL((hung = stat_hung(&m)) > 0);
+	held = ctl_test_tenant_u64(m.mnt, group_attacker, "queued") +
+	       ctl_test_tenant_u64(m.mnt, group_attacker, "inflight");
+	fprintf(stderr, "isolation: the attacker's store hangs: %lld hung, %lld of its requests held\n",
+		(long long)hung, (long long)held);
+	ck_assert_int_gt(hung, 0);
+	ck_assert_int_gt(held, 32); /* more than the store's slots: the kernel's queue filled */
+
+	pid_t victim = fork();
+	ck_assert_int_ge(victim, 0);
+	if (victim == 0) {
+		ctl_test_become(group_victim, VICTIM_UID);
+		/* Buffered: the kernel reads ahead with async requests. */
+		static char buf[1 << 20];
+		int fd = open(victim_file, O_RDONLY);
+		size_t got = 0;
+		for (ssize_t n; fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0;)
+			got += (size_t)n;
+		if (fd < 0 || got != sizeof(buf))
+			_exit(1);
+		for (int i = 0; i < 8; i++)
+			if (!aio_read_4k(small))
+				_exit(2);
+		_exit(0);
+	}
+	int status = -1;
+	pid_t reaped = 0;
+	for (int waited_ms = 0; waited_ms < HUNG_VICTIM_WAIT_S * 1000 && (reaped = waitpid(victim, &status, WNOHANG)) == 0;
+	     waited_ms += 20)
+		usleep(20000);
+	int64_t hung_after = stat_hung(&m);
+	if (reaped == 0) {
+		kill(victim, SIGKILL);
+		waitpid(victim, &status, 0);
+	}
+	unlink(marker);
+	stop_fio(fio);
+	test_stalling_store_down(stalling, eiofs);
+	fprintf(stderr, "isolation: beside it the victim %s, %lld still hung\n",
+		reaped ? "finished" : "did not finish", (long long)hung_after);
+	ck_assert_msg(reaped == victim, "the victim's reads did not complete in %d s beside the hung store",
+		      HUNG_VICTIM_WAIT_S);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the victim failed (status %d)", status);
+	ck_assert_int_gt(hung_after, 0); /* it finished while the attacker's reads still hung */
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 /* The scheduler's slots now, from one stat snapshot: in flight, the limit, kept. */
 static void stat_slots(const struct test_mount *m, int64_t *inflight, int64_t *max_inflight,
 		       int64_t *kept)
@@ -850,6 +967,7 @@ int main(void)
 	tcase_add_test(tc, kernel_queue_makes_room_for_a_deep_tenant_behind_held_requests);
 	tcase_add_test(tc, a_slot_is_kept_for_a_tenant_that_comes_and_goes);
 	tcase_add_test(tc, cgroup_spray_leaves_a_configured_cgroup_its_weight);
+	tcase_add_test(tc, a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue);
 	tcase_add_test(tc, metadata_storm_is_queued_while_another_tenant_is_served);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

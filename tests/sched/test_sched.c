@@ -416,6 +416,62 @@ START_TEST(hung_requests_leave_the_depth_fifo)
 }
 END_TEST
 
+/*
+ * Beside a tenant whose requests hang at the store, another tenant's
+ * requests complete, and each is dispatched as it comes rather than after
+ * the hung tenant's slice: its hung requests count as the service they
+ * hold. What the hung tenant holds, queued and at the store, is counted
+ * for the kernel's queue of async requests (sched_held_by_hung), with the
+ * hung requests' mean size.
+ */
+START_TEST(beside_a_hung_tenant_others_are_served_as_they_come)
+{
+	enum { DEPTH = 4, QUEUED = 3, PROBES = 50 };
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, DEPTH);
+	struct sched_queue *stuck = queue(s, 1, 100), *other = queue(s, 2, 100);
+	struct sched_req hung[DEPTH + QUEUED], probe;
+	uint64_t now = 1 * MS, mean_bytes = 1;
+	for (int i = 0; i < DEPTH + QUEUED; i++) {
+		req_init(&hung[i], stuck, SCHED_OP_READ, 8192);
+		hung[i].sync = true;
+		sched_enqueue(s, &hung[i], now);
+	}
+	while (sched_dispatch(s, now))
+		;
+	ck_assert_uint_eq(sched_held_by_hung(s, &mean_bytes), 0);
+	ck_assert_uint_eq(mean_bytes, 0);
+	now += 5001 * MS;
+	sched_timer(s, now);
+	ck_assert_uint_eq(sched_hung(s), DEPTH);
+	ck_assert_uint_eq(sched_held_by_hung(s, &mean_bytes), DEPTH + QUEUED);
+	ck_assert_uint_eq(mean_bytes, 8192);
+	for (int i = 0; i < PROBES; i++) {
+		req_init(&probe, other, SCHED_OP_READ, 4096);
+		probe.sync = true;
+		sched_enqueue(s, &probe, now);
+		struct sched_req *r = sched_dispatch(s, now);
+		ck_assert_msg(r == &probe, "probe %d was not dispatched as it came", i);
+		now += 100 * US;
+		sched_complete(s, r, now);
+		now += 100 * US;
+		if (sched_next_deadline(s) <= now)
+			sched_timer(s, now);
+	}
+	ck_assert_uint_eq(sched_held_by_hung(s, &mean_bytes), DEPTH + QUEUED);
+	for (int i = 0; i < DEPTH; i++)
+		sched_complete(s, &hung[i], now);
+	ck_assert_uint_eq(sched_held_by_hung(s, &mean_bytes), 0);
+	for (struct sched_req *r; sched_inflight(s) || sched_pending(s);) {
+		if ((r = sched_dispatch(s, now)))
+			sched_complete(s, r, now + 1 * MS);
+		now += 1 * MS;
+		if (sched_next_deadline(s) <= now)
+			sched_timer(s, now);
+	}
+	sched_free(s);
+}
+END_TEST
+
 struct list_item {
 	int v;
 	struct sched_link link;
@@ -2418,6 +2474,7 @@ int main(void)
 	tcase_add_test(tc, intrusive_list);
 	tcase_add_test(tc, hung_requests_leave_the_depth_bfq);
 	tcase_add_test(tc, hung_requests_leave_the_depth_fifo);
+	tcase_add_test(tc, beside_a_hung_tenant_others_are_served_as_they_come);
 	tcase_add_test(tc, all_idle);
 	tcase_add_test(tc, solo_requests_are_counted);
 	tcase_add_test(tc, idle_window_and_timer);
