@@ -622,9 +622,10 @@ static bool aio_read_4k(const char *path)
  * it hangs. A deep aio reader of that file filled it, and every other
  * tenant's readahead and aio waited in the kernel behind it: the victim's
  * buffered read of another file never finished. The daemon makes room past
- * what the hung tenant holds (engine.c, size_kernel_queue): the victim's
- * buffered read and aio reads complete while the attacker's reads still
- * hang.
+ * what the hung tenant holds (engine.c, size_kernel_queue), and hung
+ * requests leave the store's depth (sched.c): the victim's buffered read,
+ * aio reads and synchronous direct reads complete while the attacker's
+ * reads still hang in every slot.
  */
 START_TEST(a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue)
 {
@@ -663,7 +664,7 @@ START_TEST(a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue)
 	if (victim == 0) {
 		ctl_test_become(group_victim, VICTIM_UID);
 		/* Buffered: the kernel reads ahead with async requests. */
-		static char buf[1 << 20];
+		static char buf[1 << 20] __attribute__((aligned(4096)));
 		int fd = open(victim_file, O_RDONLY);
 		size_t got = 0;
 		for (ssize_t n; fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0;)
@@ -673,6 +674,11 @@ START_TEST(a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue)
 		for (int i = 0; i < 8; i++)
 			if (!aio_read_4k(small))
 				_exit(2);
+		/* Synchronous: every slot of the store is the attacker's, hung. */
+		int direct = open(small, O_RDONLY | O_DIRECT);
+		for (int i = 0; i < 8; i++)
+			if (direct < 0 || pread(direct, buf, 4096, 0) != 4096)
+				_exit(3);
 		_exit(0);
 	}
 	int status = -1;
