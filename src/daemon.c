@@ -761,7 +761,7 @@ int daemon_run(const struct daemon_options *o)
 	struct ctl_server *ctl = NULL;
 	struct ctl_http *http = NULL;
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	struct kernel_queue kernel_queue = {.dir_fd = -1, .limit_fd = -1};
+	struct kernel_queue kernel_queue = {.dir_fd = -1, .limit_fd = -1, .threshold_fd = -1};
 	struct mountroot root = {.published = false};
 	status = 2;
 	const struct tenant_table_params tp = {.max_tenants = DAEMON_MAX_TENANTS};

@@ -3,7 +3,8 @@
  * (max_background), changed while it is mounted through the fuse control
  * filesystem (fusectl), and the kernel's count of requests outstanding.
  * The engine sizes the limit (engine.h); this room only finds the
- * connection's files, writes the one and reads the other.
+ * connection's files, writes the limit (and the congestion threshold with
+ * it) and reads the count.
  */
 #ifndef FUSESCHED_KERNEL_QUEUE_H
 #define FUSESCHED_KERNEL_QUEUE_H
@@ -14,6 +15,7 @@
 struct kernel_queue {
 	int dir_fd;   /* the connection's fusectl directory */
 	int limit_fd; /* its max_background file, open for writing */
+	int threshold_fd; /* its congestion_threshold file, open for writing */
 };
 
 /*
@@ -25,7 +27,13 @@ struct kernel_queue {
  */
 int kernel_queue_open(const char *mountpoint, struct kernel_queue *q, char *err, size_t err_bytes);
 
-/* Sets the limit (1..65535); 0 or -errno. */
+/*
+ * Sets the limit (1..65535), and the congestion threshold to three quarters
+ * of it, as the kernel pairs them at the mount's start: at the threshold
+ * the kernel stops reading ahead asynchronously for every caller, so one
+ * tenant's deep aio that a raised limit lets in would otherwise cost every
+ * other tenant's buffered reads their readahead. 0 or -errno.
+ */
 int kernel_queue_set(const struct kernel_queue *q, uint32_t limit);
 
 /*

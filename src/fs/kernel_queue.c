@@ -35,16 +35,17 @@ static int open_in(const char *dir, long conn, struct kernel_queue *q)
 		return -errno;
 	q->limit_fd = openat(q->dir_fd, "max_background", O_RDWR | O_CLOEXEC);
 	if (q->limit_fd >= 0)
+		q->threshold_fd = openat(q->dir_fd, "congestion_threshold", O_RDWR | O_CLOEXEC);
+	if (q->threshold_fd >= 0)
 		return 0;
 	int r = -errno;
-	close(q->dir_fd);
-	q->dir_fd = -1;
+	kernel_queue_close(q);
 	return r;
 }
 
 int kernel_queue_open(const char *mountpoint, struct kernel_queue *q, char *err, size_t err_bytes)
 {
-	q->dir_fd = q->limit_fd = -1;
+	q->dir_fd = q->limit_fd = q->threshold_fd = -1;
 	long conn = connection_of(mountpoint);
 	if (conn < 0) {
 		snprintf(err, err_bytes, "no FUSE mount found on '%s' in /proc/self/mountinfo", mountpoint);
@@ -74,11 +75,22 @@ out:
 }
 
 /* fusectl files cannot seek: each write is parsed whole, from position 0, which it never moves. */
-int kernel_queue_set(const struct kernel_queue *q, uint32_t limit)
+static int write_number(int fd, uint32_t value)
 {
 	char text[16];
-	int n = snprintf(text, sizeof(text), "%u\n", limit);
-	return write(q->limit_fd, text, (size_t)n) == n ? 0 : -errno;
+	int n = snprintf(text, sizeof(text), "%u\n", value);
+	return write(fd, text, (size_t)n) == n ? 0 : -errno;
+}
+
+/*
+ * The threshold first: the limit's write wakes a caller waiting for room,
+ * which should find readahead allowed as the new limit has it.
+ */
+int kernel_queue_set(const struct kernel_queue *q, uint32_t limit)
+{
+	uint32_t threshold = limit * 3u / 4u;
+	int r = write_number(q->threshold_fd, threshold ? threshold : 1);
+	return r ? r : write_number(q->limit_fd, limit);
 }
 
 /* A read moves the position for good (no seek, no pread): each count is a fresh open. */
@@ -101,9 +113,11 @@ int64_t kernel_queue_waiting(const struct kernel_queue *q)
 
 void kernel_queue_close(struct kernel_queue *q)
 {
+	if (q->threshold_fd >= 0)
+		close(q->threshold_fd);
 	if (q->limit_fd >= 0)
 		close(q->limit_fd);
 	if (q->dir_fd >= 0)
 		close(q->dir_fd);
-	q->dir_fd = q->limit_fd = -1;
+	q->dir_fd = q->limit_fd = q->threshold_fd = -1;
 }

@@ -430,15 +430,21 @@ static int open_connection_dir(const struct test_mount *m)
 	return fd;
 }
 
-/* The kernel's async request limit, from the connection's fusectl directory. */
-static long kernel_limit(int connection_dir)
+/* The number in one of the connection's fusectl files. */
+static long connection_number(int connection_dir, const char *name)
 {
-	int fd = openat(connection_dir, "max_background", O_RDONLY);
+	int fd = openat(connection_dir, name, O_RDONLY);
 	ck_assert_int_ge(fd, 0);
 	char text[32] = "";
 	ck_assert_int_gt(read(fd, text, sizeof(text) - 1), 0);
 	close(fd);
 	return strtol(text, NULL, 10);
+}
+
+/* The kernel's async request limit, from the connection's fusectl directory. */
+static long kernel_limit(int connection_dir)
+{
+	return connection_number(connection_dir, "max_background");
 }
 
 /* The limit fusesched stat reports (max_background). */
@@ -506,9 +512,14 @@ START_TEST(kernel_queue_is_sized_in_bytes)
 	 * a moment behind the fusectl file, never for long. */
 	long reported = 0;
 	CTL_TEST_POLL((reported = stat_max_background(&m)) >= 512); /* or moved on to 1024 */
+	/* The congestion threshold, past which the kernel reads ahead for no
+	 * one, follows at three quarters (kernel_queue.h); it was left at 48. */
+	long threshold = 0;
+	CTL_TEST_POLL((threshold = connection_number(ctl, "congestion_threshold")) == kernel_limit(ctl) * 3 / 4);
 	stop_fio(fio);
 	ck_assert_int_ge(raised, 512);
 	ck_assert_int_ge(reported, 512);
+	ck_assert_int_ge(threshold, 384);
 
 	fio = spawn_attacker_fio(attacker_dir, flood);
 	long lowered = 0;
