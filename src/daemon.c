@@ -377,8 +377,8 @@ static void set_kernel_queue(void *q, uint32_t limit)
 	int r = kernel_queue_set(q, limit);
 	if (r && !failure_logged) {
 		failure_logged = true;
-		fuse_log(FUSE_LOG_WARNING, "fusesched: cannot set max_background to %u: %s (not logged again)\n",
-			 limit, strerror(-r));
+		fuse_log(FUSE_LOG_WARNING, "fusesched: cannot set the kernel's queue limit (fusectl max_background "
+			 "and congestion_threshold) to %u: %s (not logged again)\n", limit, strerror(-r));
 	}
 }
 

@@ -1223,7 +1223,8 @@ static uint32_t held_room(uint64_t mean_bytes)
 
 /*
  * Each second, the kernel's async request limit from the mean size of the
- * reads and writes that finished in it (engine.h). It falls at once, but
+ * reads and writes that finished in it, or in the last second that had
+ * any (engine.h). It falls at once, but
  * rises only when three quarters of the limit or more were outstanding at
  * some stats tick (deep tenants were probably held back in the kernel):
  * a limit raised by a few small reads alone would let the next flood's
