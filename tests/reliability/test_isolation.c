@@ -447,15 +447,20 @@ static long kernel_limit(int connection_dir)
 	return connection_number(connection_dir, "max_background");
 }
 
-/* The limit fusesched stat reports (max_background). */
-static long stat_max_background(const struct test_mount *m)
+/* A number fusesched stat reports for the mount (max_background, hung, ...); -1 when missing. */
+static int64_t stat_mount_number(const struct test_mount *m, const char *name)
 {
 	struct json_object *mount = NULL, *field = NULL;
 	struct json_object *doc = ctl_test_stat(m->mnt, &mount);
-	long n = json_object_object_get_ex(mount, "max_background", &field) ? (long)json_object_get_int64(field)
-									 : -1;
+	int64_t n = json_object_object_get_ex(mount, name, &field) ? json_object_get_int64(field) : -1;
 	json_object_put(doc);
 	return n;
+}
+
+/* The limit fusesched stat reports (max_background). */
+static long stat_max_background(const struct test_mount *m)
+{
+	return (long)stat_mount_number(m, "max_background");
 }
 
 /*
@@ -594,16 +599,6 @@ START_TEST(kernel_queue_makes_room_for_a_deep_tenant_behind_held_requests)
 }
 END_TEST
 
-/* The mount's count of requests taken to be hung at the store (stat's hung). */
-static int64_t stat_hung(const struct test_mount *m)
-{
-	struct json_object *mount = NULL, *field = NULL;
-	struct json_object *doc = ctl_test_stat(m->mnt, &mount);
-	int64_t n = json_object_object_get_ex(mount, "hung", &field) ? json_object_get_int64(field) : -1;
-	json_object_put(doc);
-	return n;
-}
-
 /* One 4 KiB direct read of path by Linux aio (an async request of the kernel's queue); true if it read 4 KiB. */
 static bool aio_read_4k(const char *path)
 {
@@ -662,7 +657,7 @@ START_TEST(a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue)
 				    NULL};
 	pid_t fio = spawn_attacker_fio(slow_dir, hung_reads);
 	int64_t hung = 0, held = 0;
-	CTL_TEST_POLL((hung = stat_hung(&m)) > 0);
+	CTL_TEST_POLL((hung = stat_mount_number(&m, "hung")) > 0);
 	held = ctl_test_tenant_u64(m.mnt, group_attacker, "queued") +
 	       ctl_test_tenant_u64(m.mnt, group_attacker, "inflight");
 	fprintf(stderr, "isolation: the attacker's store hangs: %lld hung, %lld of its requests held\n",
@@ -697,7 +692,7 @@ START_TEST(a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue)
 	for (int waited_ms = 0; waited_ms < HUNG_VICTIM_WAIT_S * 1000 && (reaped = waitpid(victim, &status, WNOHANG)) == 0;
 	     waited_ms += 20)
 		usleep(20000);
-	int64_t hung_after = stat_hung(&m);
+	int64_t hung_after = stat_mount_number(&m, "hung");
 	if (reaped == 0) {
 		kill(victim, SIGKILL);
 		waitpid(victim, &status, 0);
