@@ -179,7 +179,7 @@ struct sched_req {
 	/* private to the scheduler; enqueue_ns may be read after completion */
 	struct sched_link link;		/* in its queue's (fifo: the scheduler's) request list;
 					 * once dispatched, in the scheduler's at the store */
-	bool hung;			/* at the store past SCHED_HUNG_NS (sched.c) */
+	bool hung;			/* at the store past the hung bound (sched.c) */
 	uint64_t enqueue_ns, dispatch_ns, charge_bytes;
 	uint64_t store_share_start;	/* the scheduler's store share sum at dispatch */
 	uint32_t others_inflight;	/* other tenants' requests at the store at dispatch */
@@ -297,12 +297,13 @@ void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns);
  * the engine's solo requests): counted as served, so the scheduler's view
  * of each tenant covers all its requests. It takes no slice and charges no
  * virtual time (a tenant alone is owed nothing and owes nothing), and
- * nothing is learned from it: learning the store's rate or the tenant's
- * think time from requests timed outside the scheduler moved 8:1 weights
- * off target on the real mount (HISTORY.md).
+ * only its time at the store, store_ns, is learned from it, by the hung
+ * bound (sched.c); now_ns is the scheduler's clock: learning the
+ * store's rate or the tenant's think time from requests timed outside the
+ * scheduler moved 8:1 weights off target on the real mount (HISTORY.md).
  * The caller fills r's first block as for sched_enqueue; r is not kept.
  */
-void sched_account(struct sched *s, struct sched_req *r);
+void sched_account(struct sched *s, struct sched_req *r, uint64_t store_ns, uint64_t now_ns);
 /* When sched_timer must run next, or SCHED_DEADLINE_NONE. */
 uint64_t sched_next_deadline(const struct sched *s);
 void sched_timer(struct sched *s, uint64_t now_ns);

@@ -108,6 +108,7 @@ struct engine_req {
 	int held_res;              /* -ENOMEM: the reactor refused it, the worker finishes it */
 	bool scheduled;            /* enqueued: the scheduler holds it until the reactor releases it */
 	bool ran_solo;             /* a worker ran it at once (see take_solo); the scheduler is told */
+	uint64_t solo_ns;          /* ran solo: its time from submit_ns to its end */
 	void (*meta_run)(void *arg);  /* META: runs and answers it */
 	void *meta_arg;
 	int answer_res;            /* a read done at the store, answered by an executor with this (ANSWER_AWAY_BYTES) */
@@ -350,6 +351,7 @@ static void finish(struct engine *e, struct engine_req *er, int res)
 	uint64_t now = on_reactor ? reactor_round_ns : clock_now_ns();
 	record_done(e, er, res, now);
 	if (er->ran_solo) {
+		er->solo_ns = now > er->submit_ns ? now - er->submit_ns : 0;
 		finish_solo(e, er, res);
 		return;
 	}
@@ -1130,14 +1132,16 @@ static struct engine_req *take_in_order(_Atomic(struct engine_req *) *stack)
 	return oldest;
 }
 
-/* A solo request: the scheduler counts it for its tenant (sched_account). */
+/* A solo request: the scheduler counts it for its tenant and learns its
+ * time at the store (sched_account). */
 static void account_solo(struct engine *e, struct engine_req *er)
 {
-	note_inline(e, er->tenant, clock_now_ns());
+	uint64_t now = clock_now_ns();
+	note_inline(e, er->tenant, now);
 	note_transfer(e, er);
 	er->sched.queue = tenant_queues_get(e->queues, er->tenant);
 	if (er->sched.queue)
-		sched_account(e->sched, &er->sched);
+		sched_account(e->sched, &er->sched, er->solo_ns, now);
 	request_free(e, er);
 }
 

@@ -8,6 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The bound on a request's time at the store past which it is hung, and
+ * how it follows the store's own times (learn_hung_bound). */
+#define SCHED_HUNG_MAX_NS (5 * UINT64_C(1000000000))
+#define SCHED_HUNG_MIN_NS (200 * UINT64_C(1000000))
+#define SCHED_HUNG_FACTOR 16
+#define SCHED_HUNG_WINDOW_NS (30 * UINT64_C(1000000000))
+
 void sched_params_default(struct sched_params *p)
 {
 	*p = (struct sched_params){
@@ -200,6 +207,7 @@ int sched_new(const struct sched_params *p, struct sched **out)
 	sched_list_init(&s->fifo_reqs);
 	sched_list_init(&s->flight);
 	sched_list_init(&s->hung_reqs);
+	s->hung_after_ns = SCHED_HUNG_MAX_NS;
 	s->rate.max_budget_bytes = p->budget_initial_bytes;
 	*out = s;
 	return 0;
@@ -384,22 +392,44 @@ void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r
 }
 
 /*
- * A request at the store past SCHED_HUNG_NS is hung (its store hangs: a
- * hung NFS subtree, a GlusterFS file stuck in a lock) and stops counting
- * against the depth the others may use, while it still counts against its
- * own tenant's share (bfq's cap): otherwise a tenant given every slot, its
- * requests hung, kept every other tenant waiting until they returned. Far
- * past any healthy store's time for one request, and past the simulator's
- * overloaded hosts' (at 2 s some of their requests counted as hung, and
- * the matrix's shares moved).
+ * A request at the store for much longer than the store has lately taken
+ * for any request is hung (its store hangs: a hung NFS subtree, a
+ * GlusterFS file stuck in a lock) and stops counting against the depth
+ * the others may use, while it still counts against its own tenant's share
+ * (bfq's cap): otherwise a tenant given every slot, its requests hung,
+ * kept every other tenant waiting until they returned. "Much longer" is
+ * SCHED_HUNG_FACTOR times the longest completed time at the store (solo
+ * requests' too, sched_account) over the last one to two windows, within
+ * SCHED_HUNG_MIN_NS..SCHED_HUNG_MAX_NS:
+ * where requests take 100 us, the others wait 200 ms for a hung tenant's
+ * slots, not 5 s; where they take seconds (the simulator's overloaded FUSE
+ * hosts, an fsync behind much dirty data) the bound rises with them, since
+ * a request taken for hung while its store is merely slow lets one more
+ * through past the depth. A completion of a hung request counts too, so a
+ * store that hung once is given the full bound for a while. With nothing
+ * completed yet, the full bound.
  */
-#define SCHED_HUNG_NS (5 * UINT64_C(1000000000))
+static void learn_hung_bound(struct sched *s, uint64_t flight_ns, uint64_t now_ns)
+{
+	if (now_ns >= s->flight_window_ns + SCHED_HUNG_WINDOW_NS) {
+		bool last_ended = now_ns - s->flight_window_ns < 2 * SCHED_HUNG_WINDOW_NS;
+		s->flight_max_ns[1] = last_ended ? s->flight_max_ns[0] : 0;
+		s->flight_max_ns[0] = 0;
+		s->flight_window_ns = now_ns;
+	}
+	if (flight_ns > s->flight_max_ns[0])
+		s->flight_max_ns[0] = flight_ns;
+	uint64_t longest = s->flight_max_ns[0] > s->flight_max_ns[1] ? s->flight_max_ns[0] : s->flight_max_ns[1];
+	uint64_t bound = longest > SCHED_HUNG_MAX_NS / SCHED_HUNG_FACTOR ? SCHED_HUNG_MAX_NS
+									 : longest * SCHED_HUNG_FACTOR;
+	s->hung_after_ns = bound < SCHED_HUNG_MIN_NS ? SCHED_HUNG_MIN_NS : bound;
+}
 
 static void mark_hung(struct sched *s, uint64_t now_ns)
 {
 	struct sched_req *r;
 	while ((r = sched_list_first_entry(&s->flight, struct sched_req, link)) &&
-	       r->dispatch_ns + SCHED_HUNG_NS <= now_ns) {
+	       r->dispatch_ns + s->hung_after_ns <= now_ns) {
 		sched_list_remove(&r->link);
 		sched_list_add_tail(&s->hung_reqs, &r->link);
 		r->hung = true;
@@ -462,6 +492,7 @@ uint64_t sched_req_finish(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	sched_list_remove(&r->link);
 	s->hung -= r->hung;
 	q->hung -= r->hung;
+	learn_hung_bound(s, now_ns > r->dispatch_ns ? now_ns - r->dispatch_ns : 0, now_ns);
 	s->last_complete_ns = now_ns;
 	s->nmulti -= q->pending + q->inflight == 2;
 	q->inflight--;
@@ -487,9 +518,9 @@ void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	s->ops->complete(s, r, now_ns);
 }
 
-void sched_account(struct sched *s, struct sched_req *r)
+void sched_account(struct sched *s, struct sched_req *r, uint64_t store_ns, uint64_t now_ns)
 {
-	(void)s; /* the scheduler's state is untouched: only the tenant's counters */
+	learn_hung_bound(s, store_ns, now_ns);
 	r->queue->stats.served_ops++;
 	r->queue->stats.served_bytes += r->bytes;
 }
@@ -502,7 +533,7 @@ uint64_t sched_next_deadline(const struct sched *s)
 	/* Someone waits: the oldest request at the store may turn hung and free a slot. */
 	const struct sched_link *oldest = s->flight.next;
 	if (s->pending && oldest != &s->flight) {
-		uint64_t hung_ns = sched_list_entry(oldest, struct sched_req, link)->dispatch_ns + SCHED_HUNG_NS;
+		uint64_t hung_ns = sched_list_entry(oldest, struct sched_req, link)->dispatch_ns + s->hung_after_ns;
 		if (hung_ns < d)
 			d = hung_ns;
 	}

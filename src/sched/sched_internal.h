@@ -328,7 +328,10 @@ struct sched {
 
 	uint32_t inflight, pending;
 	struct sched_link flight;	/* requests at the store, not hung: oldest dispatch first */
-	struct sched_link hung_reqs;	/* requests at the store past SCHED_HUNG_NS */
+	struct sched_link hung_reqs;	/* requests at the store past hung_after_ns */
+	uint64_t hung_after_ns;		/* time at the store past which a request is hung (sched.c) */
+	uint64_t flight_max_ns[2];	/* longest completed time at the store: this window, the last */
+	uint64_t flight_window_ns;	/* when this window began */
 	uint32_t hung;			/* on hung_reqs: in inflight, not against the depth */
 	uint64_t hung_tally;		/* one per sched_held_by_hung, to count each queue once */
 	uint32_t nbusy;			/* busy queues */

@@ -417,6 +417,78 @@ START_TEST(hung_requests_leave_the_depth_fifo)
 END_TEST
 
 /*
+ * The hung bound follows the store's own times: 16 times the longest a
+ * request took there lately, within 200 ms..5 s. A tenant alone at the
+ * store serves rounds whose requests each take store_ns, then its next
+ * requests never return and another tenant comes: that tenant's requests
+ * are not dispatched before the bound, and are when it is reached. Its
+ * rounds are run solo (sched_account) or through the scheduler.
+ */
+static void hung_after(enum sched_policy policy, bool solo, uint64_t store_ns, uint64_t bound_ns)
+{
+	enum { DEPTH = 4, ROUNDS = 20 };
+	struct sched *s = new_sched(policy, DEPTH);
+	struct sched_queue *stuck = queue(s, 1, 100), *other = queue(s, 2, 100);
+	struct sched_req served[DEPTH], hung[DEPTH], probe;
+	uint64_t now = 1 * MS;
+	for (int round = 0; round < ROUNDS; round++) {
+		for (int i = 0; i < DEPTH; i++) {
+			req_init(&served[i], stuck, SCHED_OP_READ, 4096);
+			served[i].sync = true;
+			if (!solo)
+				sched_enqueue(s, &served[i], now);
+		}
+		for (int i = 0; i < DEPTH && !solo; i++)
+			ck_assert_ptr_eq(sched_dispatch(s, now), &served[i]);
+		now += store_ns;
+		for (int i = 0; i < DEPTH; i++) {
+			if (solo)
+				sched_account(s, &served[i], store_ns, now);
+			else
+				sched_complete(s, &served[i], now);
+		}
+	}
+	for (int i = 0; i < DEPTH; i++) {
+		req_init(&hung[i], stuck, SCHED_OP_READ, 4096);
+		hung[i].sync = true;
+		sched_enqueue(s, &hung[i], now);
+		ck_assert_ptr_eq(sched_dispatch(s, now), &hung[i]);
+	}
+	uint64_t hang_start = now;
+	req_init(&probe, other, SCHED_OP_READ, 4096);
+	probe.sync = true;
+	sched_enqueue(s, &probe, now);
+	for (; now + 10 * MS < hang_start + bound_ns; now += 10 * MS) {
+		if (sched_next_deadline(s) <= now)
+			sched_timer(s, now);
+		ck_assert_msg(!sched_dispatch(s, now), "dispatched %llu ms into the hang, before the bound %llu ms",
+			      (unsigned long long)((now - hang_start) / MS), (unsigned long long)(bound_ns / MS));
+	}
+	ck_assert_uint_eq(sched_hung(s), 0);
+	ck_assert_uint_le(sched_next_deadline(s), hang_start + bound_ns);
+	now = hang_start + bound_ns;
+	sched_timer(s, now);
+	ck_assert_uint_eq(sched_hung(s), DEPTH);
+	ck_assert_ptr_eq(sched_dispatch(s, now), &probe);
+	sched_complete(s, &probe, now + 100 * US);
+	for (int i = 0; i < DEPTH; i++)
+		sched_complete(s, &hung[i], now + 1 * MS);
+	ck_assert_uint_eq(sched_hung(s), 0);
+	sched_free(s);
+}
+
+START_TEST(the_hung_bound_follows_the_stores_times)
+{
+	enum sched_policy policy = _i ? SCHED_POLICY_FIFO : SCHED_POLICY_BFQ;
+	for (int solo = 0; solo < 2; solo++) {
+		hung_after(policy, solo, 100 * US, 200 * MS);	 /* a fast store: the floor */
+		hung_after(policy, solo, 30 * MS, 480 * MS);	 /* 16 times its longest */
+		hung_after(policy, solo, 1000 * MS, 5000 * MS); /* a slow one: the ceiling */
+	}
+}
+END_TEST
+
+/*
  * Beside a tenant whose requests hang at the store, another tenant's
  * requests complete, and each is dispatched as it comes rather than after
  * the hung tenant's slice: its hung requests count as the service they
@@ -523,8 +595,6 @@ START_TEST(all_idle)
 }
 END_TEST
 
-/* A depth-1 sync tenant is idled for while another competes; the idle
- * window ends by the timer and dispatch resumes with the other. */
 /* A lone tenant's requests that ran without the scheduler are counted, and hold nothing. */
 START_TEST(solo_requests_are_counted)
 {
@@ -535,7 +605,7 @@ START_TEST(solo_requests_are_counted)
 		struct sched_req r;
 		req_init(&r, q, SCHED_OP_READ, 1 << 20);
 		r.sync = true;
-		sched_account(s, &r);
+		sched_account(s, &r, 100 * US, (uint64_t)(i + 1) * MS);
 	}
 	ck_assert_uint_eq(sched_peak_rate(s), 0); /* nothing learned (see sched.h) */
 	struct sched_queue_stats st;
@@ -2474,6 +2544,7 @@ int main(void)
 	tcase_add_test(tc, intrusive_list);
 	tcase_add_test(tc, hung_requests_leave_the_depth_bfq);
 	tcase_add_test(tc, hung_requests_leave_the_depth_fifo);
+	tcase_add_loop_test(tc, the_hung_bound_follows_the_stores_times, 0, 2);
 	tcase_add_test(tc, beside_a_hung_tenant_others_are_served_as_they_come);
 	tcase_add_test(tc, all_idle);
 	tcase_add_test(tc, solo_requests_are_counted);
