@@ -54,6 +54,17 @@ struct engine_params {
 	 */
 	uint32_t max_held_writes;
 	/*
+	 * FUSE workers that may run metadata at once, whoever it is for (32:
+	 * half the loop's 64 threads, so with max_held_writes and the solo
+	 * worker a quarter is always left to read requests). Past it,
+	 * metadata is handed over and waits as a request, even for a tenant
+	 * alone: a store that hangs for one tenant's metadata (a hung NFS
+	 * subtree under many of its processes) holds at most this many
+	 * workers, and the others' requests are still read. 0: no metadata
+	 * runs at once.
+	 */
+	uint32_t max_inline_meta;
+	/*
 	 * While the scheduler has nothing queued, in flight or timed, one FUSE
 	 * worker at a time runs its read, write, fsync or fdatasync itself
 	 * (counted in stats and in the scheduler's view of its tenant): true.

@@ -156,6 +156,7 @@ struct engine {
 	 * (per tenant: when its unscheduled requests last ran).
 	 */
 	_Atomic uint32_t meta_sole;
+	atomic_uint meta_inline;                 /* metadata running at once in workers, everyone's */
 	uint32_t held_writes_per_tenant;
 	uint32_t max_tenants;
 	atomic_int solo;                         /* enum solo_state: see take_solo */
@@ -206,6 +207,7 @@ void engine_params_default(struct engine_params *p)
 	p->stats_publish_ns = 100000000u;
 	p->buffer_arena_bytes = 64u << 20;
 	p->max_held_writes = 16;
+	p->max_inline_meta = 32;
 	p->solo_requests = true;
 	p->busy_poll_ns = 200000u;
 }
@@ -760,21 +762,31 @@ static void recompute_meta_sole(struct engine *e, uint64_t now, uint32_t busy_te
  * handed over (DATAPATH_META), queued in its tenant's queue behind the
  * tenant's earlier ones, and run by an executor at its turn, charged by the
  * time it held the store like any request of its kind: a storm waits for
- * its own share and holds at most META_INLINE_PER_TENANT workers.
+ * its own share and holds at most META_INLINE_PER_TENANT workers. And
+ * never more than max_inline_meta run at once, alone or not, the kernel's
+ * own (pid 0) too: metadata on a store that hangs blocks the worker running
+ * it, and a tenant alone with a hundred processes on a hung subtree held
+ * every worker, so nobody's requests were read at all.
  */
 static bool engine_meta_now(struct datapath *dp, pid_t pid, struct datapath_meta_ticket *ticket)
 {
 	struct engine *e = (struct engine *)dp;
 	uint64_t now = clock_now_ns();
 	ticket->start_ns = now;
+	if (atomic_fetch_add(&e->meta_inline, 1) >= e->params.max_inline_meta) {
+		atomic_fetch_sub(&e->meta_inline, 1);
+		return false;
+	}
 	if (pid == 0) {
 		/* The kernel's own (a release after the last close): nobody's, at once. */
 		ticket->tenant = UINT32_MAX;
 		return true;
 	}
 	uint32_t tenant = tenant_resolve(e->tenants, pid, now);
-	if (tenant >= e->max_tenants)
+	if (tenant >= e->max_tenants) {
+		atomic_fetch_sub(&e->meta_inline, 1);
 		return false;
+	}
 	uint32_t sole = atomic_load_explicit(&e->meta_sole, memory_order_relaxed);
 	bool alone = sole == tenant;
 	if (sole == META_NOBODY) {
@@ -785,6 +797,7 @@ static bool engine_meta_now(struct datapath *dp, pid_t pid, struct datapath_meta
 	if (!alone && (running >= META_INLINE_PER_TENANT ||
 		       atomic_load_explicit(&e->per_tenant[tenant].meta_handed, memory_order_relaxed))) {
 		atomic_fetch_sub(&e->per_tenant[tenant].meta_inline, 1);
+		atomic_fetch_sub(&e->meta_inline, 1);
 		return false;
 	}
 	ticket->tenant = tenant;
@@ -794,6 +807,7 @@ static bool engine_meta_now(struct datapath *dp, pid_t pid, struct datapath_meta
 static void engine_meta_ran(struct datapath *dp, const struct datapath_meta_ticket *ticket)
 {
 	struct engine *e = (struct engine *)dp;
+	atomic_fetch_sub(&e->meta_inline, 1);
 	if (ticket->tenant >= e->max_tenants)
 		return;
 	atomic_fetch_sub(&e->per_tenant[ticket->tenant].meta_inline, 1);

@@ -5,7 +5,8 @@
  * requests libfuse 3.14 cannot serve are served (FUSE_STATX) or rewritten
  * (FUSE_TMPFILE), and where the daemon takes over dropping setuid/setgid
  * from the kernel (FUSE_HANDLE_KILLPRIV_V2), which libfuse 3.14 cannot
- * negotiate. Interrupts stop here (channel_read). Large write payloads
+ * negotiate, and where parallel lookups are asked for (FUSE_PARALLEL_DIROPS),
+ * which libfuse 3.14 means to ask for and never does. Interrupts stop here (channel_read). Large write payloads
  * are read where they will wait: a direct one into a datapath buffer, a
  * buffered one left in a pipe (read_request).
  *
@@ -16,6 +17,15 @@
  * O_TRUNC open whose caller lacks CAP_FSETID; the operation then drops the
  * bits itself (fs_request_drops_privs). Capabilities need no help: the
  * backing filesystem removes security.capability on our write.
+ *
+ * Without parallel lookups the kernel serializes every lookup and readdir
+ * of a directory on the directory's lock, held for the round trip: one
+ * tenant's lookup on a store that hangs (a name in a hung NFS subtree)
+ * held every other tenant's lookups in that directory, the mount's root
+ * included, for as long as it hung, and its many processes queued there
+ * one at a time. The daemon serves lookups of one directory in parallel as
+ * it does those of different ones (the inode table is shared by all
+ * workers; revalidating lookups are never serialized anyway).
  *
  * The root's second node (fs.h) is translated here, both ways: a request
  * naming it (as its node or as a rename's new directory) is the root's,
@@ -44,7 +54,7 @@
 static _Thread_local bool request_drops_privs;
 static _Thread_local bool request_is_tmpfile;
 static _Atomic uint64_t init_unique;      /* the INIT request whose reply is to amend */
-static atomic_bool kernel_offers_killpriv_v2;
+static _Atomic uint32_t kernel_init_flags; /* what the kernel offered at INIT */
 
 bool fs_request_drops_privs(void)
 {
@@ -668,7 +678,7 @@ static ssize_t channel_read(int fd, void *buf, size_t buf_bytes, void *userdata)
 		if (h->opcode == FUSE_INIT &&
 		    (size_t)n >= sizeof(*h) + offsetof(struct fuse_init_in, flags) + sizeof(uint32_t)) {
 			const struct fuse_init_in *in = (const void *)(h + 1);
-			atomic_store(&kernel_offers_killpriv_v2, (in->flags & FUSE_HANDLE_KILLPRIV_V2) != 0);
+			atomic_store(&kernel_init_flags, in->flags);
 			atomic_store(&init_unique, h->unique);
 			return n;
 		}
@@ -752,8 +762,7 @@ static ssize_t channel_writev(int fd, struct iovec *iov, int count, void *userda
 	    count == 2 && iov[1].iov_len >= offsetof(struct fuse_init_out, flags) + sizeof(uint32_t) &&
 	    iov[1].iov_len <= sizeof(amended)) {
 		memcpy(&amended, iov[1].iov_base, iov[1].iov_len);
-		if (atomic_load(&kernel_offers_killpriv_v2))
-			amended.flags |= FUSE_HANDLE_KILLPRIV_V2;
+		amended.flags |= atomic_load(&kernel_init_flags) & (FUSE_HANDLE_KILLPRIV_V2 | FUSE_PARALLEL_DIROPS);
 		/*
 		 * libfuse derives max_pages from max_write, and max_pages bounds
 		 * reads too (readahead, direct reads): a smaller max_write must

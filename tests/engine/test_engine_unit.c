@@ -975,6 +975,34 @@ START_TEST(metadata_handed_over_runs_once_on_an_executor)
 }
 END_TEST
 
+/*
+ * However alone its tenant, no more metadata runs at once in workers than
+ * max_inline_meta (32), the kernel's own included: past it, meta_now says
+ * hand it over, so metadata blocked on a hung store cannot hold every
+ * worker. One that ends makes room for the next.
+ */
+START_TEST(metadata_at_once_holds_at_most_max_inline_meta_workers)
+{
+	engine_up(true, 16);
+	struct engine_params defaults;
+	engine_params_default(&defaults);
+	ck_assert_uint_eq(defaults.max_inline_meta, 32);
+	struct datapath_meta_ticket tickets[32], over;
+	for (int i = 0; i < 32; i++)
+		ck_assert_msg(dp->meta_now(dp, getpid(), &tickets[i]), "metadata %d did not run at once", i);
+	ck_assert(!dp->meta_now(dp, getpid(), &over));
+	ck_assert(!dp->meta_now(dp, 0, &over));
+	dp->meta_ran(dp, &tickets[31]);
+	ck_assert(dp->meta_now(dp, 0, &tickets[31]));
+	ck_assert(!dp->meta_now(dp, getpid(), &over));
+	for (int i = 0; i < 32; i++)
+		dp->meta_ran(dp, &tickets[i]);
+	ck_assert(dp->meta_now(dp, getpid(), &over));
+	dp->meta_ran(dp, &over);
+	engine_down();
+}
+END_TEST
+
 static Suite *engine_unit_suite(void)
 {
 	Suite *s = suite_create("engine_unit");
@@ -982,6 +1010,7 @@ static Suite *engine_unit_suite(void)
 	tcase_add_unchecked_fixture(tc, leftovers_init, leftovers_cleanup);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, solo_requests_run_in_the_submitter);
+	tcase_add_test(tc, metadata_at_once_holds_at_most_max_inline_meta_workers);
 	tcase_add_test(tc, a_write_asked_durable_is_a_dsync_write);
 	tcase_add_test(tc, held_writes_and_ring_reads);
 	tcase_add_test(tc, copied_writes_and_ring_reads);

@@ -710,6 +710,123 @@ START_TEST(a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue)
 }
 END_TEST
 
+/* Processes blocked in a stat of the hung store, more than the daemon has workers. */
+#define HUNG_STATS 80
+/* Of them and the attacker's 16 hung reads, at least this many wait as requests
+ * (HUNG_STATS less the 32 that may run at once in workers, and some slack). */
+#define HUNG_HELD 40
+
+/* How many of pids have not exited (the children below exit once their stat returns). */
+static int not_exited(const pid_t *pids, int n)
+{
+	int running = 0;
+	for (int i = 0; i < n; i++) {
+		char path[64], line[512];
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)pids[i]);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		const char *state = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+		running += state && state[1] == ' ' && state[2] != 'Z';
+		fclose(f);
+	}
+	return running;
+}
+
+/*
+ * Metadata on a store that hangs blocks the worker that runs it. A tenant
+ * alone ran all its metadata at once in workers, so with 80 of its
+ * processes stat-ing names on a hung FUSE store (eiofs, every one of its
+ * threads in a stalled read) it held every worker the daemon has, and
+ * nobody else's request was read from /dev/fuse again: the victim's read
+ * of a file on the healthy part never returned. Now at most
+ * max_inline_meta run at once (engine.c) and the rest wait as requests,
+ * counted for the attacker; the victim's lookups, opens and reads complete
+ * while all 80 of the attacker's stat calls are still blocked. (Without
+ * parallel lookups (channel.c) the kernel let one of the 80 through at a
+ * time, holding the directory's lock, and no more reached the daemon.)
+ */
+START_TEST(metadata_hung_for_one_tenant_leaves_the_others_workers)
+{
+	struct test_mount m;
+	mount_attacker_and_victim(&m, NULL);
+	char source[400], stalling[400], marker[450], slow_dir[400], small[400];
+	snprintf(source, sizeof(source), "%s/eiofs-source", m.root);
+	snprintf(stalling, sizeof(stalling), "%s", test_backing_path(&m, "slow"));
+	pid_t eiofs = test_stalling_store_up(source, stalling);
+	ck_assert_int_eq(test_sh("head -c 4M /dev/urandom >'%s/big' && chmod 644 '%s/big'", source, source), 0);
+	make_small_file(&m);
+	snprintf(small, sizeof(small), "%s", test_mnt_path(&m, "small"));
+	snprintf(slow_dir, sizeof(slow_dir), "%s", test_mnt_path(&m, "slow"));
+	snprintf(marker, sizeof(marker), "%s/big.stall", source);
+	test_write_file(marker, "");
+
+	/* Synchronous reads, more than eiofs has threads: then it answers nothing. */
+	const char *hung_reads[] = {"--filename=big", "--rw=randread", "--bs=4k", "--ioengine=psync",
+				    "--numjobs=16", NULL};
+	pid_t fio = spawn_attacker_fio(slow_dir, hung_reads);
+	CTL_TEST_POLL(stat_mount_number(&m, "hung") >= 10);
+	pid_t stats[HUNG_STATS];
+	for (int i = 0; i < HUNG_STATS; i++) {
+		ck_assert_int_ge(stats[i] = fork(), 0);
+		if (stats[i] == 0) {
+			ctl_test_become(group_attacker, ATTACKER_UID);
+			char name[500];
+			struct stat st;
+			snprintf(name, sizeof(name), "%s/missing-%d", slow_dir, i);
+			_exit(stat(name, &st) == 0 || errno == ENOENT ? 0 : 1);
+		}
+	}
+	/* Past the workers' share, the rest wait as the attacker's requests. */
+	int64_t held = 0;
+	CTL_TEST_POLL((held = ctl_test_tenant_u64(m.mnt, group_attacker, "queued") +
+			      ctl_test_tenant_u64(m.mnt, group_attacker, "inflight")) >= HUNG_HELD);
+	fprintf(stderr, "isolation: %d stat calls on the hung store: %lld of the attacker's requests held\n",
+		HUNG_STATS, (long long)held);
+
+	pid_t victim = fork();
+	ck_assert_int_ge(victim, 0);
+	if (victim == 0) {
+		ctl_test_become(group_victim, VICTIM_UID);
+		static char buf[4096] __attribute__((aligned(4096)));
+		for (int i = 0; i < 8; i++) {
+			struct stat st;
+			char missing[500];
+			snprintf(missing, sizeof(missing), "%s-missing-%d", small, i);
+			int fd = open(small, O_RDONLY | O_DIRECT);
+			if (fd < 0 || pread(fd, buf, sizeof(buf), 0) != 4096 || close(fd) != 0)
+				_exit(1);
+			if (stat(missing, &st) == 0 || errno != ENOENT)
+				_exit(2);
+		}
+		_exit(0);
+	}
+	int status = -1;
+	pid_t reaped = 0;
+	for (int waited_ms = 0; waited_ms < HUNG_VICTIM_WAIT_S * 1000 && (reaped = waitpid(victim, &status, WNOHANG)) == 0;
+	     waited_ms += 20)
+		usleep(20000);
+	int still_blocked = not_exited(stats, HUNG_STATS);
+	if (reaped == 0) {
+		kill(victim, SIGKILL);
+		waitpid(victim, &status, 0);
+	}
+	unlink(marker);
+	for (int i = 0; i < HUNG_STATS; i++)
+		ck_assert_int_eq(waitpid(stats[i], NULL, 0), stats[i]);
+	stop_fio(fio);
+	test_stalling_store_down(stalling, eiofs);
+	fprintf(stderr, "isolation: beside %d stat calls blocked on the hung store the victim %s, %d still blocked\n",
+		HUNG_STATS, reaped ? "finished" : "did not finish", still_blocked);
+	ck_assert_msg(reaped == victim, "the victim's requests did not complete in %d s beside the hung metadata",
+		      HUNG_VICTIM_WAIT_S);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the victim failed (status %d)", status);
+	ck_assert_int_eq(still_blocked, HUNG_STATS); /* it finished while the attacker's still waited */
+	ck_assert_msg(held >= HUNG_HELD, "only %lld of the attacker's requests reached the daemon", (long long)held);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 /* The scheduler's slots now, from one stat snapshot: in flight, the limit, kept. */
 static void stat_slots(const struct test_mount *m, int64_t *inflight, int64_t *max_inflight,
 		       int64_t *kept)
@@ -980,6 +1097,7 @@ int main(void)
 	tcase_add_test(tc, a_slot_is_kept_for_a_tenant_that_comes_and_goes);
 	tcase_add_test(tc, cgroup_spray_leaves_a_configured_cgroup_its_weight);
 	tcase_add_test(tc, a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue);
+	tcase_add_test(tc, metadata_hung_for_one_tenant_leaves_the_others_workers);
 	tcase_add_test(tc, metadata_storm_is_queued_while_another_tenant_is_served);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
