@@ -1,6 +1,11 @@
 /* The fifo policy, the baseline bfq is measured against: every request in
  * arrival order, whoever sent it, limited only by max_inflight. No slices,
- * no idling, no timers; requests are charged their bytes. */
+ * no idling, no timers; requests are charged their bytes. One exception:
+ * a tenant with requests hung at the store (sched.c) that already has
+ * max_inflight there gets no more until some return. Its hung ones leave
+ * the depth to the others, so in arrival order its next requests were
+ * dispatched and hung in turn, every slot's worth, until the io_uring
+ * workers and executors (at most 64) all waited on its store. */
 #include "sched_internal.h"
 
 static void fifo_enqueue(struct sched *s, struct sched_queue *q, struct sched_req *r,
@@ -11,9 +16,22 @@ static void fifo_enqueue(struct sched *s, struct sched_queue *q, struct sched_re
 	sched_list_add_tail(&s->fifo_reqs, &r->link);
 }
 
+/* Its store hangs for q and q holds a full depth there: its requests wait. */
+static bool held_back(const struct sched *s, const struct sched_queue *q)
+{
+	return q->hung && q->inflight >= s->p.max_inflight;
+}
+
 static struct sched_req *fifo_dispatch(struct sched *s, uint64_t now_ns)
 {
-	struct sched_req *r = sched_list_first_entry(&s->fifo_reqs, struct sched_req, link);
+	struct sched_req *r = NULL;
+	for (struct sched_link *l = s->fifo_reqs.next; l != &s->fifo_reqs; l = l->next) {
+		struct sched_req *c = sched_list_entry(l, struct sched_req, link);
+		if (!s->hung || !held_back(s, c->queue)) {
+			r = c;
+			break;
+		}
+	}
 	if (!r)
 		return NULL;
 	struct sched_queue *q = r->queue;
