@@ -622,6 +622,36 @@ static bool aio_read_4k(const char *path)
 #define HUNG_VICTIM_WAIT_S 30
 
 /*
+ * A stalling store (eiofs) at the backing directory's slow/, holding a
+ * 4 MiB file big whose reads wait while *marker exists (created here);
+ * returns eiofs's pid for test_stalling_store_down.
+ */
+static pid_t hung_store_up(const struct test_mount *m, char source[400], char stalling[400], char marker[450])
+{
+	snprintf(source, 400, "%s/eiofs-source", m->root);
+	snprintf(stalling, 400, "%s", test_backing_path(m, "slow"));
+	pid_t eiofs = test_stalling_store_up(source, stalling);
+	ck_assert_int_eq(test_sh("head -c 4M /dev/urandom >'%s/big' && chmod 644 '%s/big'", source, source), 0);
+	snprintf(marker, 450, "%s/big.stall", source);
+	test_write_file(marker, "");
+	return eiofs;
+}
+
+/* The victim reaped within HUNG_VICTIM_WAIT_S (its pid, status in *status), or 0: then killed. */
+static pid_t wait_for_victim(pid_t victim, int *status)
+{
+	pid_t reaped = 0;
+	for (int waited_ms = 0; waited_ms < HUNG_VICTIM_WAIT_S * 1000 && (reaped = waitpid(victim, status, WNOHANG)) == 0;
+	     waited_ms += 20)
+		usleep(20000);
+	if (reaped == 0) {
+		kill(victim, SIGKILL);
+		waitpid(victim, status, 0);
+	}
+	return reaped;
+}
+
+/*
  * A tenant whose store hangs (its reads of one file wait at eiofs, a FUSE
  * store mounted inside the backing directory) keeps its requests
  * outstanding in the kernel's one queue of async requests for as long as
@@ -638,18 +668,13 @@ START_TEST(a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue)
 	struct test_mount m;
 	mount_attacker_and_victim(&m, NULL);
 	char source[400], stalling[400], marker[450], victim_file[400], small[400];
-	snprintf(source, sizeof(source), "%s/eiofs-source", m.root);
-	snprintf(stalling, sizeof(stalling), "%s", test_backing_path(&m, "slow"));
-	pid_t eiofs = test_stalling_store_up(source, stalling);
-	ck_assert_int_eq(test_sh("head -c 4M /dev/urandom >'%s/big' && chmod 644 '%s/big'", source, source), 0);
+	pid_t eiofs = hung_store_up(&m, source, stalling, marker);
 	/* Written in the backing directory: the mount's page cache has none of it. */
 	snprintf(victim_file, sizeof(victim_file), "%s", test_mnt_path(&m, "victim-file"));
 	ck_assert_int_eq(test_sh("head -c 1M /dev/urandom >'%s' && chmod 644 '%s'",
 				 test_backing_path(&m, "victim-file"), test_backing_path(&m, "victim-file")), 0);
 	make_small_file(&m);
 	snprintf(small, sizeof(small), "%s", test_mnt_path(&m, "small"));
-	snprintf(marker, sizeof(marker), "%s/big.stall", source);
-	test_write_file(marker, "");
 
 	char slow_dir[400];
 	snprintf(slow_dir, sizeof(slow_dir), "%s", test_mnt_path(&m, "slow"));
@@ -688,15 +713,8 @@ START_TEST(a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue)
 		_exit(0);
 	}
 	int status = -1;
-	pid_t reaped = 0;
-	for (int waited_ms = 0; waited_ms < HUNG_VICTIM_WAIT_S * 1000 && (reaped = waitpid(victim, &status, WNOHANG)) == 0;
-	     waited_ms += 20)
-		usleep(20000);
+	pid_t reaped = wait_for_victim(victim, &status);
 	int64_t hung_after = stat_mount_number(&m, "hung");
-	if (reaped == 0) {
-		kill(victim, SIGKILL);
-		waitpid(victim, &status, 0);
-	}
 	unlink(marker);
 	stop_fio(fio);
 	test_stalling_store_down(stalling, eiofs);
@@ -751,15 +769,10 @@ START_TEST(metadata_hung_for_one_tenant_leaves_the_others_workers)
 	struct test_mount m;
 	mount_attacker_and_victim(&m, NULL);
 	char source[400], stalling[400], marker[450], slow_dir[400], small[400];
-	snprintf(source, sizeof(source), "%s/eiofs-source", m.root);
-	snprintf(stalling, sizeof(stalling), "%s", test_backing_path(&m, "slow"));
-	pid_t eiofs = test_stalling_store_up(source, stalling);
-	ck_assert_int_eq(test_sh("head -c 4M /dev/urandom >'%s/big' && chmod 644 '%s/big'", source, source), 0);
+	pid_t eiofs = hung_store_up(&m, source, stalling, marker);
 	make_small_file(&m);
 	snprintf(small, sizeof(small), "%s", test_mnt_path(&m, "small"));
 	snprintf(slow_dir, sizeof(slow_dir), "%s", test_mnt_path(&m, "slow"));
-	snprintf(marker, sizeof(marker), "%s/big.stall", source);
-	test_write_file(marker, "");
 
 	/* Synchronous reads, more than eiofs has threads: then it answers nothing. */
 	const char *hung_reads[] = {"--filename=big", "--rw=randread", "--bs=4k", "--ioengine=psync",
@@ -802,15 +815,8 @@ START_TEST(metadata_hung_for_one_tenant_leaves_the_others_workers)
 		_exit(0);
 	}
 	int status = -1;
-	pid_t reaped = 0;
-	for (int waited_ms = 0; waited_ms < HUNG_VICTIM_WAIT_S * 1000 && (reaped = waitpid(victim, &status, WNOHANG)) == 0;
-	     waited_ms += 20)
-		usleep(20000);
+	pid_t reaped = wait_for_victim(victim, &status);
 	int still_blocked = not_exited(stats, HUNG_STATS);
-	if (reaped == 0) {
-		kill(victim, SIGKILL);
-		waitpid(victim, &status, 0);
-	}
 	unlink(marker);
 	for (int i = 0; i < HUNG_STATS; i++)
 		ck_assert_int_eq(waitpid(stats[i], NULL, 0), stats[i]);
