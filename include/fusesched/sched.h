@@ -297,10 +297,11 @@ void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns);
  * the engine's solo requests): counted as served, so the scheduler's view
  * of each tenant covers all its requests. It takes no slice and charges no
  * virtual time (a tenant alone is owed nothing and owes nothing), and
- * only its time at the store, store_ns, is learned from it, by the hung
- * bound (sched.c); now_ns is the scheduler's clock: learning the
- * store's rate or the tenant's think time from requests timed outside the
- * scheduler moved 8:1 weights off target on the real mount (HISTORY.md).
+ * only its time at the store (store_ns, ended by now_ns on the
+ * scheduler's clock) is learned from it, by the hung bound (sched.c).
+ * Learning the store's rate or the tenant's think time from requests
+ * timed outside the scheduler moved 8:1 weights off target on the real
+ * mount (HISTORY.md).
  * The caller fills r's first block as for sched_enqueue; r is not kept.
  */
 void sched_account(struct sched *s, struct sched_req *r, uint64_t store_ns, uint64_t now_ns);

@@ -5,10 +5,11 @@
  * requests libfuse 3.14 cannot serve are served (FUSE_STATX) or rewritten
  * (FUSE_TMPFILE), and where the daemon takes over dropping setuid/setgid
  * from the kernel (FUSE_HANDLE_KILLPRIV_V2), which libfuse 3.14 cannot
- * negotiate, and where parallel lookups are asked for (FUSE_PARALLEL_DIROPS),
- * which libfuse 3.14 means to ask for and never does. Interrupts stop here (channel_read). Large write payloads
- * are read where they will wait: a direct one into a datapath buffer, a
- * buffered one left in a pipe (read_request).
+ * negotiate, and where parallel lookups are asked for
+ * (FUSE_PARALLEL_DIROPS), which libfuse 3.14 means to ask for and never
+ * does. Interrupts stop here (channel_read). Large write payloads are read
+ * where they will wait: a direct one into a datapath buffer, a buffered
+ * one left in a pipe (read_request).
  *
  * Without it the kernel asks the daemon for security.capability before
  * every write (a full round trip through a worker), because a FUSE
