@@ -41,12 +41,17 @@
 #define PERSONALITIES_IDLE_MAX 64u
 #define PERSONALITIES_LIVE_MAX 4096u
 /*
- * Blocking executors: as many as requests may be at the store (max_inflight,
- * up to this), so a dispatched request never waits for a thread; idle ones
- * cost nothing. A reload that raises max_inflight starts more; one that
- * lowers it leaves them idle.
+ * Blocking executors: as many as requests may be at the store (max_inflight)
+ * and hung there, up to this, so a dispatched request never waits for a
+ * thread; idle ones cost nothing (a stack each), and none is started before
+ * it is needed. A reload that raises max_inflight starts more; one that
+ * lowers it leaves them idle. Well past max_inflight (64 at most): the
+ * tenants of one delegated cgroup, each with requests hung at its store,
+ * together hold as many executors as they have hung requests, and at 64 a
+ * hundred of their hung lookups held them all (isolation,
+ * metadata_hung_for_many_child_tenants_leaves_the_others_threads).
  */
-#define EXECUTORS_MAX 64u
+#define EXECUTORS_MAX 256u
 #define EXECUTORS_MIN 2u
 #define KERNEL_QUEUE_EVERY_NS 1000000000u
 #define TRIM_EVERY_NS 1000000000u

@@ -213,8 +213,8 @@ static bool slice_over(struct sched *s, struct sched_queue *g, uint64_t now_ns)
 		why = SCHED_EXPIRE_TIMEOUT;
 	else if (idling && now_ns >= s->slice.idle_deadline_ns)
 		why = SCHED_EXPIRE_TOO_IDLE;
-	else if (!queue_busy(g) && !idling)
-		why = SCHED_EXPIRE_EMPTIED;
+	else if (!g->pending && g->inflight == g->hung && !idling)
+		why = SCHED_EXPIRE_EMPTIED; /* nothing, or only hung requests, to wait for */
 	else
 		return false;
 	queue_expire(s, g, why, now_ns);

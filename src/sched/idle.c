@@ -206,7 +206,7 @@ struct sched_req *sched_inject(struct sched *s, struct sched_queue *g, uint64_t 
 	if (r)
 		return r;
 	/* anyone, while the idled tenant's own service does not suffer */
-	if (s->inflight - g->inflight >= sched_inject_limit(s, g, now_ns))
+	if (sched_depth_held(s) - (g->inflight - g->hung) >= sched_inject_limit(s, g, now_ns))
 		return NULL;
 	struct wf2q_entity *e = sched_wf2q_peek(&s->wq, WF2Q_ELIGIBLE);
 	return inject_general(s, queue_of_ent(e ? e : inject_ahead(s, g)), now_ns);

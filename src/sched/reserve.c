@@ -84,7 +84,7 @@ void sched_reserve_expire(struct sched *s, uint64_t now_ns)
  * not made to wait for one that is not. */
 bool sched_reserve_fits(const struct sched *s, const struct sched_queue *q)
 {
-	if (s->inflight + reserve_kept(s, s->reserved_slots) < s->p.max_inflight)
+	if (sched_depth_held(s) + reserve_kept(s, s->reserved_slots) < s->p.max_inflight)
 		return true;
 	uint64_t wsum = s->wq.wsum + s->reserved_wsum + (q->weighed ? 0 : q->ent.weight);
 	return q->inflight < sched_depth_share(s, q->ent.weight, wsum);

@@ -435,6 +435,7 @@ static void mark_hung(struct sched *s, uint64_t now_ns)
 		r->hung = true;
 		r->queue->hung++;
 		s->hung++;
+		s->async_inflight -= !r->sync;
 	}
 }
 
@@ -446,7 +447,7 @@ struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns)
 		policy_switch(s, now_ns);
 	}
 	mark_hung(s, now_ns);
-	if (s->inflight - s->hung >= sched_depth_now(s, now_ns))
+	if (sched_depth_held(s) >= sched_depth_now(s, now_ns))
 		return NULL;
 	return s->ops->dispatch(s, now_ns);
 }
@@ -497,7 +498,7 @@ uint64_t sched_req_finish(struct sched *s, struct sched_req *r, uint64_t now_ns)
 	s->nmulti -= q->pending + q->inflight == 2;
 	q->inflight--;
 	s->inflight--;
-	s->async_inflight -= !r->sync;
+	s->async_inflight -= !r->sync && !r->hung;
 	q->stats.served_ops++;
 	q->stats.served_bytes += r->bytes;
 	return share_ns;

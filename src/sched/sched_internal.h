@@ -336,7 +336,7 @@ struct sched {
 	uint64_t hung_tally;		/* one per sched_held_by_hung, to count each queue once */
 	uint32_t nbusy;			/* busy queues */
 	uint32_t nmulti;		/* queues with 2+ requests queued or in flight */
-	uint32_t async_inflight;
+	uint32_t async_inflight;	/* async requests at the store, not hung */
 	uint64_t last_sync_ns;		/* last sync arrival, 0: none yet */
 	uint64_t dispatch_seq, inject_seq;	/* requests dispatched, injected so far */
 	uint64_t waker_inject_seq;	/* of those injected, as a waker */
@@ -422,10 +422,20 @@ static inline uint32_t sched_depth_limit(const struct sched *s)
 	return s->depth.limit ? s->depth.limit : s->p.max_inflight;
 }
 
+/* Requests at the store that hold the depth: hung ones have left it
+ * (sched.c, mark_hung), though they still count against their own
+ * tenant's cap. Every count of the depth in use is this one: a count
+ * with the hung in it keeps the others out of slots the hung left them. */
+static inline uint32_t sched_depth_held(const struct sched *s)
+{
+	return s->inflight - s->hung;
+}
+
 static inline uint32_t sched_free_slots(const struct sched *s)
 {
 	uint32_t limit = sched_depth_limit(s);
-	return s->inflight < limit ? limit - s->inflight : 0;
+	uint32_t held = sched_depth_held(s);
+	return held < limit ? limit - held : 0;
 }
 
 /* Windows of a fixed width for "this window and the last" estimates: where

@@ -751,6 +751,25 @@ static int not_exited(const pid_t *pids, int n)
 	return running;
 }
 
+/* In a forked child, as the victim: 8 opens, direct reads and stats of a
+ * missing name beside small; exits 0 if all went as on any filesystem. */
+static void victim_opens_reads_and_stats(const char *small)
+{
+	ctl_test_become(group_victim, VICTIM_UID);
+	static char buf[4096] __attribute__((aligned(4096)));
+	for (int i = 0; i < 8; i++) {
+		struct stat st;
+		char missing[500];
+		snprintf(missing, sizeof(missing), "%s-missing-%d", small, i);
+		int fd = open(small, O_RDONLY | O_DIRECT);
+		if (fd < 0 || pread(fd, buf, sizeof(buf), 0) != 4096 || close(fd) != 0)
+			_exit(1);
+		if (stat(missing, &st) == 0 || errno != ENOENT)
+			_exit(2);
+	}
+	_exit(0);
+}
+
 /*
  * Metadata on a store that hangs blocks the worker that runs it. A tenant
  * alone ran all its metadata at once in workers, so with 80 of its
@@ -799,21 +818,8 @@ START_TEST(metadata_hung_for_one_tenant_leaves_the_others_workers)
 
 	pid_t victim = fork();
 	ck_assert_int_ge(victim, 0);
-	if (victim == 0) {
-		ctl_test_become(group_victim, VICTIM_UID);
-		static char buf[4096] __attribute__((aligned(4096)));
-		for (int i = 0; i < 8; i++) {
-			struct stat st;
-			char missing[500];
-			snprintf(missing, sizeof(missing), "%s-missing-%d", small, i);
-			int fd = open(small, O_RDONLY | O_DIRECT);
-			if (fd < 0 || pread(fd, buf, sizeof(buf), 0) != 4096 || close(fd) != 0)
-				_exit(1);
-			if (stat(missing, &st) == 0 || errno != ENOENT)
-				_exit(2);
-		}
-		_exit(0);
-	}
+	if (victim == 0)
+		victim_opens_reads_and_stats(small);
 	int status = -1;
 	pid_t reaped = wait_for_victim(victim, &status);
 	int still_blocked = not_exited(stats, HUNG_STATS);
@@ -832,6 +838,7 @@ START_TEST(metadata_hung_for_one_tenant_leaves_the_others_workers)
 	test_mount_require_clean_exit(test_mount_stop(&m));
 }
 END_TEST
+
 
 /* The scheduler's slots now, from one stat snapshot: in flight, the limit, kept. */
 static void stat_slots(const struct test_mount *m, int64_t *inflight, int64_t *max_inflight,
@@ -1004,19 +1011,26 @@ START_TEST(metadata_storm_is_queued_while_another_tenant_is_served)
 }
 END_TEST
 
-/* The tenant rows whose cgroup lies below PREFIX/. */
-static int tenants_below(const char *mnt, const char *prefix)
+/* The tenant rows whose cgroup lies below PREFIX/; their requests queued
+ * and in flight, summed, in *held (if not NULL). */
+static int tenants_below(const char *mnt, const char *prefix, int64_t *held)
 {
 	struct json_object *mount, *doc = ctl_test_stat(mnt, &mount), *tenants;
 	int n = 0;
 	size_t len = strlen(prefix);
+	if (held)
+		*held = 0;
 	if (json_object_object_get_ex(mount, "tenants", &tenants))
 		for (size_t i = 0; i < json_object_array_length(tenants); i++) {
-			struct json_object *cg;
-			const char *path = json_object_object_get_ex(json_object_array_get_idx(tenants, i),
-								     "cgroup", &cg)
-						   ? json_object_get_string(cg) : "";
-			n += strncmp(path, prefix, len) == 0 && path[len] == '/';
+			struct json_object *row = json_object_array_get_idx(tenants, i), *cg, *v;
+			const char *path = json_object_object_get_ex(row, "cgroup", &cg) ? json_object_get_string(cg) : "";
+			if (strncmp(path, prefix, len) != 0 || path[len] != '/')
+				continue;
+			n++;
+			if (held && json_object_object_get_ex(row, "queued", &v))
+				*held += json_object_get_int64(v);
+			if (held && json_object_object_get_ex(row, "inflight", &v))
+				*held += json_object_get_int64(v);
 		}
 	json_object_put(doc);
 	return n;
@@ -1069,11 +1083,102 @@ START_TEST(cgroup_spray_leaves_a_configured_cgroup_its_weight)
 	ctl_test_cgroup_make(CG_V2, group_configured);
 	ck_assert(read_small_as(&m, group_configured, VICTIM_UID));
 	int64_t weight = ctl_test_tenant_u64(m.mnt, group_configured, "weight");
-	int sprayed = tenants_below(m.mnt, group_attacker);
+	int sprayed = tenants_below(m.mnt, group_attacker, NULL);
 	fprintf(stderr, "isolation: %d sprayed cgroups have tenants of their own; the configured one "
 		"has weight %lld\n", sprayed, (long long)weight);
 	ck_assert_int_eq(weight, 500);
 	ck_assert_int_le(sprayed, 4096 / 8);
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
+/* Child cgroups of the attacker's delegated one, each a tenant of its own,
+ * and the processes in each blocked in a stat of the hung store. */
+#define HUNG_CHILDREN 16
+#define HUNG_CHILD_STATS 8
+/* Of the children's stats, at least this many wait in the daemon as
+ * requests: past the 32 that may run at once in workers, more than the 64
+ * executors there were. */
+#define HUNG_CHILDREN_HELD 80
+
+/*
+ * A user with a delegated cgroup spreads its processes over child cgroups,
+ * each a tenant, and stats names on a store that hangs (eiofs): 128 hung
+ * lookups beside its 16 hung reads. Three things stopped the victim's
+ * open: the scheduler's slot reserve still counted hung requests in the
+ * depth, so with more hung than max_inflight no tenant fitted and the
+ * victim never got its turn (39 executors idle); a child in service whose
+ * requests were all hung was held for, its slice never ending; and the
+ * hung lookups handed to executors took all 64 there were, so the
+ * victim's, dispatched, waited behind them. The victim's opens, reads and
+ * stats complete while all 128 of the attacker's stats are still blocked.
+ */
+START_TEST(metadata_hung_for_many_child_tenants_leaves_the_others_threads)
+{
+	struct test_mount m;
+	mount_attacker_and_victim(&m, NULL);
+	char path[256];
+	snprintf(path, sizeof(path), "%s%s", CG_V2, group_attacker);
+	ck_assert_int_eq(chown(path, ATTACKER_UID, ATTACKER_UID), 0);
+	snprintf(path, sizeof(path), "%s%s/cgroup.procs", CG_V2, group_attacker);
+	ck_assert_int_eq(chown(path, ATTACKER_UID, ATTACKER_UID), 0);
+	char source[400], stalling[400], marker[450], slow_dir[400], small[400];
+	pid_t eiofs = hung_store_up(&m, source, stalling, marker);
+	make_small_file(&m);
+	snprintf(small, sizeof(small), "%s", test_mnt_path(&m, "small"));
+	snprintf(slow_dir, sizeof(slow_dir), "%s", test_mnt_path(&m, "slow"));
+	const char *hung_reads[] = {"--filename=big", "--rw=randread", "--bs=4k", "--ioengine=psync",
+				    "--numjobs=16", NULL};
+	pid_t fio = spawn_attacker_fio(slow_dir, hung_reads);
+	CTL_TEST_POLL(stat_mount_number(&m, "hung") >= 10);
+	enum { STATS = HUNG_CHILDREN * HUNG_CHILD_STATS };
+	pid_t stats[STATS];
+	for (int i = 0; i < STATS; i++) {
+		ck_assert_int_ge(stats[i] = fork(), 0);
+		if (stats[i] == 0) {
+			ctl_test_become(group_attacker, ATTACKER_UID);
+			char child[128], procs[160], me[32], name[500];
+			snprintf(child, sizeof(child), "%s%s/c%d", CG_V2, group_attacker, i / HUNG_CHILD_STATS);
+			snprintf(procs, sizeof(procs), "%s/cgroup.procs", child);
+			snprintf(me, sizeof(me), "%d\n", (int)getpid());
+			if (mkdir(child, 0755) < 0 && errno != EEXIST)
+				_exit(2);
+			int fd = open(procs, O_WRONLY);
+			if (fd < 0 || write(fd, me, strlen(me)) < 0)
+				_exit(3);
+			close(fd);
+			struct stat st;
+			snprintf(name, sizeof(name), "%s/missing-%d", slow_dir, i);
+			_exit(stat(name, &st) == 0 || errno == ENOENT ? 0 : 1);
+		}
+	}
+	int64_t held = 0;
+	int children = 0;
+	CTL_TEST_POLL((children = tenants_below(m.mnt, group_attacker, &held)) == HUNG_CHILDREN &&
+		      held >= HUNG_CHILDREN_HELD);
+	fprintf(stderr, "isolation: %d stat calls from %d child tenants on the hung store: %lld held, %lld hung\n",
+		STATS, children, (long long)held, (long long)stat_mount_number(&m, "hung"));
+
+	pid_t victim = fork();
+	ck_assert_int_ge(victim, 0);
+	if (victim == 0)
+		victim_opens_reads_and_stats(small);
+	int status = -1;
+	pid_t reaped = wait_for_victim(victim, &status);
+	int still_blocked = not_exited(stats, STATS);
+	unlink(marker);
+	for (int i = 0; i < STATS; i++)
+		ck_assert_int_eq(waitpid(stats[i], NULL, 0), stats[i]);
+	stop_fio(fio);
+	test_stalling_store_down(stalling, eiofs);
+	fprintf(stderr, "isolation: beside them the victim %s, %d still blocked\n",
+		reaped ? "finished" : "did not finish", still_blocked);
+	ck_assert_int_eq(children, HUNG_CHILDREN);
+	ck_assert_int_ge(held, HUNG_CHILDREN_HELD);
+	ck_assert_msg(reaped == victim, "the victim's requests did not complete in %d s beside the hung child tenants",
+		      HUNG_VICTIM_WAIT_S);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the victim failed (status %d)", status);
+	ck_assert_int_eq(still_blocked, STATS); /* it finished while the attacker's still waited */
 	test_mount_require_clean_exit(test_mount_stop(&m));
 }
 END_TEST
@@ -1104,6 +1209,7 @@ int main(void)
 	tcase_add_test(tc, cgroup_spray_leaves_a_configured_cgroup_its_weight);
 	tcase_add_test(tc, a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue);
 	tcase_add_test(tc, metadata_hung_for_one_tenant_leaves_the_others_workers);
+	tcase_add_test(tc, metadata_hung_for_many_child_tenants_leaves_the_others_threads);
 	tcase_add_test(tc, metadata_storm_is_queued_while_another_tenant_is_served);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);

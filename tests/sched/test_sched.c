@@ -1709,6 +1709,101 @@ static struct sched_queue *queue_in(struct sched *s, uint64_t id, uint32_t weigh
 	return q;
 }
 
+/* As the reactor calls the scheduler: dispatch all it gives at now, then
+ * again at each deadline it names, until want is dispatched (true) or by
+ * give_up_ns (false); *now ends where want was dispatched. */
+static bool dispatched_as_the_reactor_would(struct sched *s, uint64_t *now, struct sched_req *want,
+					    uint64_t give_up_ns)
+{
+	for (;;) {
+		for (struct sched_req *r; (r = sched_dispatch(s, *now));)
+			if (r == want)
+				return true;
+		uint64_t d = sched_next_deadline(s);
+		if (d == SCHED_DEADLINE_NONE || d > give_up_ns)
+			return false;
+		*now = d > *now ? d : *now;
+		sched_timer(s, *now);
+	}
+}
+
+/*
+ * The tenants of one delegated cgroup (a user's child cgroups, each a
+ * tenant), every request of theirs hung at the store: another tenant's
+ * requests are still dispatched (as slots turn hung and leave the depth,
+ * at most the hung bound apart: within its ceiling, 5 s, while the
+ * children's own requests still come), and so are the children's own. The
+ * hung requests left the depth, but the slot reserve and injection still
+ * counted them in it, so with more hung than max_inflight no queue
+ * fitted, virtual time stood still and the other tenant, not yet
+ * eligible, never got its turn (on the real mount: its open waited with
+ * 39 executors idle). And a deep child in service whose requests were all
+ * hung was held for (bfq waits for a deep sync queue's next request):
+ * its slice never ended, and nobody was served.
+ */
+static void hung_child_tenants_leave_another_its_turns(enum sched_policy policy)
+{
+	enum { DEPTH = 8, CHILDREN = 16, EACH = 8, TURNS = 8 };
+	struct sched *s = new_sched(policy, DEPTH);
+	struct sched_group *attacker = group(s, 1000, NULL, 10);
+	struct sched_queue *own = queue_in(s, 9, 10, attacker), *victim = queue(s, 1, 100);
+	static struct sched_req own_hung[DEPTH], hung[CHILDREN][EACH];
+	struct sched_req warm, probe;
+	uint64_t now = 1 * MS;
+	/* The victim served before: its next start is past V. */
+	req_init(&warm, victim, SCHED_OP_READ, 64 << 20);
+	warm.sync = true;
+	sched_enqueue(s, &warm, now);
+	ck_assert_ptr_eq(sched_dispatch(s, now), &warm);
+	sched_complete(s, &warm, now + 50 * US);
+	now += 1 * MS;
+	for (int j = 0; j < DEPTH; j++) {
+		req_init(&own_hung[j], own, SCHED_OP_READ, 4096);
+		own_hung[j].sync = true;
+		sched_enqueue(s, &own_hung[j], now);
+	}
+	ck_assert(!dispatched_as_the_reactor_would(s, &now, NULL, now));
+	now += 1000 * MS;
+	for (int i = 0; i < CHILDREN; i++, now += 3 * MS) {
+		struct sched_queue *child = queue_in(s, 10 + (uint64_t)i, 100, attacker);
+		for (int j = 0; j < EACH; j++) {
+			req_init(&hung[i][j], child, SCHED_OP_OTHER, 0); /* lookups, run by executors */
+			hung[i][j].sync = true;
+			sched_enqueue(s, &hung[i][j], now);
+		}
+		ck_assert(!dispatched_as_the_reactor_would(s, &now, NULL, now + 3 * MS));
+	}
+	/* Until every request of theirs is at the store, nearly all hung. */
+	for (int t = 0; t < 100 && sched_pending(s); t++)
+		ck_assert(!dispatched_as_the_reactor_would(s, &now, NULL, now + 1000 * MS));
+	ck_assert_uint_eq(sched_pending(s), 0);
+	ck_assert_uint_ge(sched_hung(s), CHILDREN * EACH);
+	for (int k = 0; k < TURNS; k++) {
+		req_init(&probe, victim, k % 2 ? SCHED_OP_OTHER : SCHED_OP_READ, 4096);
+		probe.sync = true;
+		uint64_t arrival = now;
+		sched_enqueue(s, &probe, arrival);
+		ck_assert_msg(dispatched_as_the_reactor_would(s, &now, &probe, arrival + 5000 * MS),
+			      "request %d of the other tenant not dispatched beside %u hung of %u, %u queued", k, sched_hung(s), sched_inflight(s), sched_pending(s));
+		now += 100 * US;
+		sched_complete(s, &probe, now);
+		now += 100 * US;
+	}
+	sched_free(s);
+}
+
+START_TEST(hung_child_tenants_leave_another_its_turns_bfq)
+{
+	hung_child_tenants_leave_another_its_turns(SCHED_POLICY_BFQ);
+}
+END_TEST
+
+START_TEST(hung_child_tenants_leave_another_its_turns_fifo)
+{
+	hung_child_tenants_leave_another_its_turns(SCHED_POLICY_FIFO);
+}
+END_TEST
+
 /* Groups not yet freed, removed ones included: whether a group lives is
  * otherwise invisible from outside. */
 static unsigned groups_alive(const struct sched *s)
@@ -1844,7 +1939,9 @@ START_TEST(reserve_keeps_a_slot_for_a_light_tenant)
 		rl[0].sync = true;
 		sched_enqueue(s, &rl[0], now);
 		ck_assert_ptr_eq(sched_dispatch(s, now), &rl[0]);
-		now += 100 * US;
+		/* A store this slow: the deep tenant's requests, at the store past
+		 * the window below, are not taken for hung (sched.c). */
+		now += 100 * MS;
 		sched_complete(s, &rl[0], now);
 		for (int i = 0; i < 64; i++) {
 			req_init(&rd[i], deep, SCHED_OP_WRITE, 1 << 20);
@@ -2544,6 +2641,8 @@ int main(void)
 	tcase_add_test(tc, intrusive_list);
 	tcase_add_test(tc, hung_requests_leave_the_depth_bfq);
 	tcase_add_test(tc, hung_requests_leave_the_depth_fifo);
+	tcase_add_test(tc, hung_child_tenants_leave_another_its_turns_bfq);
+	tcase_add_test(tc, hung_child_tenants_leave_another_its_turns_fifo);
 	tcase_add_loop_test(tc, the_hung_bound_follows_the_stores_times, 0, 2);
 	tcase_add_test(tc, beside_a_hung_tenant_others_are_served_as_they_come);
 	tcase_add_test(tc, all_idle);
