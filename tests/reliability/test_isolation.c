@@ -751,6 +751,26 @@ static int not_exited(const pid_t *pids, int n)
 	return running;
 }
 
+/*
+ * hung_store_up, and the attacker's 16 synchronous readers of its stalled
+ * file (*fio), more than eiofs has threads: then it answers nothing. The
+ * hung store's directory on the mount in slow_dir, the victim's 4 KiB
+ * file in small; returns eiofs's pid.
+ */
+static pid_t store_hung_by_readers(const struct test_mount *m, char source[400], char stalling[400],
+				   char marker[450], char slow_dir[400], char small[400], pid_t *fio)
+{
+	pid_t eiofs = hung_store_up(m, source, stalling, marker);
+	make_small_file(m);
+	snprintf(small, 400, "%s", test_mnt_path(m, "small"));
+	snprintf(slow_dir, 400, "%s", test_mnt_path(m, "slow"));
+	const char *hung_reads[] = {"--filename=big", "--rw=randread", "--bs=4k", "--ioengine=psync",
+				    "--numjobs=16", NULL};
+	*fio = spawn_attacker_fio(slow_dir, hung_reads);
+	CTL_TEST_POLL(stat_mount_number(m, "hung") >= 10);
+	return eiofs;
+}
+
 /* In a forked child, as the victim: 8 opens, direct reads and stats of a
  * missing name beside small; exits 0 if all went as on any filesystem. */
 static void victim_opens_reads_and_stats(const char *small)
@@ -768,6 +788,22 @@ static void victim_opens_reads_and_stats(const char *small)
 			_exit(2);
 	}
 	_exit(0);
+}
+
+/* The victim (victim_opens_reads_and_stats) run while the n processes in
+ * stats are blocked on the hung store: whether it was reaped within
+ * HUNG_VICTIM_WAIT_S (its status in *status), and how many of them were
+ * still blocked then. */
+static bool victim_beside_blocked_stats(const char *small, const pid_t *stats, int n, int *status,
+					int *still_blocked)
+{
+	pid_t victim = fork();
+	ck_assert_int_ge(victim, 0);
+	if (victim == 0)
+		victim_opens_reads_and_stats(small);
+	pid_t reaped = wait_for_victim(victim, status);
+	*still_blocked = not_exited(stats, n);
+	return reaped == victim;
 }
 
 /*
@@ -788,16 +824,7 @@ START_TEST(metadata_hung_for_one_tenant_leaves_the_others_workers)
 	struct test_mount m;
 	mount_attacker_and_victim(&m, NULL);
 	char source[400], stalling[400], marker[450], slow_dir[400], small[400];
-	pid_t eiofs = hung_store_up(&m, source, stalling, marker);
-	make_small_file(&m);
-	snprintf(small, sizeof(small), "%s", test_mnt_path(&m, "small"));
-	snprintf(slow_dir, sizeof(slow_dir), "%s", test_mnt_path(&m, "slow"));
-
-	/* Synchronous reads, more than eiofs has threads: then it answers nothing. */
-	const char *hung_reads[] = {"--filename=big", "--rw=randread", "--bs=4k", "--ioengine=psync",
-				    "--numjobs=16", NULL};
-	pid_t fio = spawn_attacker_fio(slow_dir, hung_reads);
-	CTL_TEST_POLL(stat_mount_number(&m, "hung") >= 10);
+	pid_t fio = 0, eiofs = store_hung_by_readers(&m, source, stalling, marker, slow_dir, small, &fio);
 	pid_t stats[HUNG_STATS];
 	for (int i = 0; i < HUNG_STATS; i++) {
 		ck_assert_int_ge(stats[i] = fork(), 0);
@@ -816,13 +843,8 @@ START_TEST(metadata_hung_for_one_tenant_leaves_the_others_workers)
 	fprintf(stderr, "isolation: %d stat calls on the hung store: %lld of the attacker's requests held\n",
 		HUNG_STATS, (long long)held);
 
-	pid_t victim = fork();
-	ck_assert_int_ge(victim, 0);
-	if (victim == 0)
-		victim_opens_reads_and_stats(small);
-	int status = -1;
-	pid_t reaped = wait_for_victim(victim, &status);
-	int still_blocked = not_exited(stats, HUNG_STATS);
+	int status = -1, still_blocked = 0;
+	bool reaped = victim_beside_blocked_stats(small, stats, HUNG_STATS, &status, &still_blocked);
 	unlink(marker);
 	for (int i = 0; i < HUNG_STATS; i++)
 		ck_assert_int_eq(waitpid(stats[i], NULL, 0), stats[i]);
@@ -830,7 +852,7 @@ START_TEST(metadata_hung_for_one_tenant_leaves_the_others_workers)
 	test_stalling_store_down(stalling, eiofs);
 	fprintf(stderr, "isolation: beside %d stat calls blocked on the hung store the victim %s, %d still blocked\n",
 		HUNG_STATS, reaped ? "finished" : "did not finish", still_blocked);
-	ck_assert_msg(reaped == victim, "the victim's requests did not complete in %d s beside the hung metadata",
+	ck_assert_msg(reaped, "the victim's requests did not complete in %d s beside the hung metadata",
 		      HUNG_VICTIM_WAIT_S);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the victim failed (status %d)", status);
 	ck_assert_int_eq(still_blocked, HUNG_STATS); /* it finished while the attacker's still waited */
@@ -1011,6 +1033,17 @@ START_TEST(metadata_storm_is_queued_while_another_tenant_is_served)
 }
 END_TEST
 
+/* Delegation of the attacker's cgroup to its user, as systemd does it:
+ * the subtree's directory and its process list. */
+static void delegate_attacker_cgroup(void)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s%s", CG_V2, group_attacker);
+	ck_assert_int_eq(chown(path, ATTACKER_UID, ATTACKER_UID), 0);
+	snprintf(path, sizeof(path), "%s%s/cgroup.procs", CG_V2, group_attacker);
+	ck_assert_int_eq(chown(path, ATTACKER_UID, ATTACKER_UID), 0);
+}
+
 /* The tenant rows whose cgroup lies below PREFIX/; their requests queued
  * and in flight, summed, in *held (if not NULL). */
 static int tenants_below(const char *mnt, const char *prefix, int64_t *held)
@@ -1045,12 +1078,7 @@ START_TEST(cgroup_spray_leaves_a_configured_cgroup_its_weight)
 {
 	struct test_mount m;
 	mount_attacker_and_victim(&m, NULL);
-	/* Delegation, as systemd does it: the subtree's directory and its process list. */
-	char path[256];
-	snprintf(path, sizeof(path), "%s%s", CG_V2, group_attacker);
-	ck_assert_int_eq(chown(path, ATTACKER_UID, ATTACKER_UID), 0);
-	snprintf(path, sizeof(path), "%s%s/cgroup.procs", CG_V2, group_attacker);
-	ck_assert_int_eq(chown(path, ATTACKER_UID, ATTACKER_UID), 0);
+	delegate_attacker_cgroup();
 	make_small_file(&m);
 
 	pid_t sprayer = fork();
@@ -1117,20 +1145,9 @@ START_TEST(metadata_hung_for_many_child_tenants_leaves_the_others_threads)
 {
 	struct test_mount m;
 	mount_attacker_and_victim(&m, NULL);
-	char path[256];
-	snprintf(path, sizeof(path), "%s%s", CG_V2, group_attacker);
-	ck_assert_int_eq(chown(path, ATTACKER_UID, ATTACKER_UID), 0);
-	snprintf(path, sizeof(path), "%s%s/cgroup.procs", CG_V2, group_attacker);
-	ck_assert_int_eq(chown(path, ATTACKER_UID, ATTACKER_UID), 0);
+	delegate_attacker_cgroup();
 	char source[400], stalling[400], marker[450], slow_dir[400], small[400];
-	pid_t eiofs = hung_store_up(&m, source, stalling, marker);
-	make_small_file(&m);
-	snprintf(small, sizeof(small), "%s", test_mnt_path(&m, "small"));
-	snprintf(slow_dir, sizeof(slow_dir), "%s", test_mnt_path(&m, "slow"));
-	const char *hung_reads[] = {"--filename=big", "--rw=randread", "--bs=4k", "--ioengine=psync",
-				    "--numjobs=16", NULL};
-	pid_t fio = spawn_attacker_fio(slow_dir, hung_reads);
-	CTL_TEST_POLL(stat_mount_number(&m, "hung") >= 10);
+	pid_t fio = 0, eiofs = store_hung_by_readers(&m, source, stalling, marker, slow_dir, small, &fio);
 	enum { STATS = HUNG_CHILDREN * HUNG_CHILD_STATS };
 	pid_t stats[STATS];
 	for (int i = 0; i < STATS; i++) {
@@ -1159,13 +1176,8 @@ START_TEST(metadata_hung_for_many_child_tenants_leaves_the_others_threads)
 	fprintf(stderr, "isolation: %d stat calls from %d child tenants on the hung store: %lld held, %lld hung\n",
 		STATS, children, (long long)held, (long long)stat_mount_number(&m, "hung"));
 
-	pid_t victim = fork();
-	ck_assert_int_ge(victim, 0);
-	if (victim == 0)
-		victim_opens_reads_and_stats(small);
-	int status = -1;
-	pid_t reaped = wait_for_victim(victim, &status);
-	int still_blocked = not_exited(stats, STATS);
+	int status = -1, still_blocked = 0;
+	bool reaped = victim_beside_blocked_stats(small, stats, STATS, &status, &still_blocked);
 	unlink(marker);
 	for (int i = 0; i < STATS; i++)
 		ck_assert_int_eq(waitpid(stats[i], NULL, 0), stats[i]);
@@ -1175,7 +1187,7 @@ START_TEST(metadata_hung_for_many_child_tenants_leaves_the_others_threads)
 		reaped ? "finished" : "did not finish", still_blocked);
 	ck_assert_int_eq(children, HUNG_CHILDREN);
 	ck_assert_int_ge(held, HUNG_CHILDREN_HELD);
-	ck_assert_msg(reaped == victim, "the victim's requests did not complete in %d s beside the hung child tenants",
+	ck_assert_msg(reaped, "the victim's requests did not complete in %d s beside the hung child tenants",
 		      HUNG_VICTIM_WAIT_S);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the victim failed (status %d)", status);
 	ck_assert_int_eq(still_blocked, STATS); /* it finished while the attacker's still waited */
