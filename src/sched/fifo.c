@@ -5,7 +5,7 @@
  * max_inflight there gets no more until some return. Its hung ones leave
  * the depth to the others, so in arrival order its next requests were
  * dispatched and hung in turn, every slot's worth, until the io_uring
- * workers and executors (at most 64) all waited on its store. */
+ * workers and executors (then at most 64) all waited on its store. */
 #include "sched_internal.h"
 
 static void fifo_enqueue(struct sched *s, struct sched_queue *q, struct sched_req *r,
