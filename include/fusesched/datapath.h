@@ -83,6 +83,7 @@ struct datapath_req {
 	unsigned int copy_flags;
 	/* Caller, for attribution; pid 0 means writeback, mmap or not visible. */
 	pid_t pid;
+	uid_t uid;                 /* the caller's, as FUSE gives it (the executors' bound per user) */
 	/* META: runs the request and answers it, on a datapath thread. */
 	void (*meta_run)(void *arg);
 	void *meta_arg;

@@ -2,6 +2,7 @@
 #include "fusesched/engine.h"
 #include "fusesched/bufpool.h"
 #include "fusesched/clock.h"
+#include "fusesched/executor_line.h"
 #include "fusesched/fdio.h"
 #include "fusesched/open_files.h"
 #include "fusesched/personality.h"
@@ -17,6 +18,7 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,11 +47,9 @@
  * and hung there, up to this, so a dispatched request never waits for a
  * thread; idle ones cost nothing (a stack each), and none is started before
  * it is needed. A reload that raises max_inflight starts more; one that
- * lowers it leaves them idle. Well past max_inflight (64 at most): the
- * tenants of one delegated cgroup, each with requests hung at its store,
- * together hold as many executors as they have hung requests, and at 64 a
- * hundred of their hung lookups held them all (isolation,
- * metadata_hung_for_many_child_tenants_leaves_the_others_threads).
+ * lowers it leaves them idle. Well past max_inflight: each hung request
+ * holds its executor, and one tenant or user holds at most executor_bound
+ * of them (executor_line.h).
  */
 #define EXECUTORS_MAX 256u
 #define EXECUTORS_MIN 2u
@@ -117,6 +117,7 @@ struct engine_req {
 	void (*meta_run)(void *arg);  /* META: runs and answers it */
 	void *meta_arg;
 	int answer_res;            /* a read done at the store, answered by an executor with this (ANSWER_AWAY_BYTES) */
+	struct executor_line_item line; /* its place in the executors' line: whose */
 };
 
 /* What one tenant holds of what the workers share (engine.per_tenant). */
@@ -181,7 +182,7 @@ struct engine {
 	uint32_t executors_running;    /* under blocking_lock: the first one also trims buffers */
 	pthread_mutex_t blocking_lock;
 	pthread_cond_t blocking_work;
-	struct engine_req *blocking_head, *blocking_tail;
+	struct executor_line *line;    /* under blocking_lock: what waits for an executor */
 	bool blocking_stop;
 	/* Reactor-only state. */
 	struct tenant_queues *queues;  /* each tenant's, placed in the scheduler's tree */
@@ -666,6 +667,8 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->meta_run = r->meta_run;
 	er->meta_arg = r->meta_arg;
 	er->tenant = tenant_of(e, r);
+	er->line.tenant = er->tenant;
+	er->line.uid = r->uid;
 	er->submit_ns = clock_now_ns();
 	er->sched.arrival_ns = er->submit_ns;
 	er->sched.op = sched_op_of(r->op);
@@ -986,16 +989,16 @@ static void *blocking_main(void *arg)
 	bool trims = e->executors_running++ == 0;
 	uint64_t next_trim_ns = clock_now_ns() + TRIM_EVERY_NS;
 	for (;;) {
-		while (!e->blocking_head && !e->blocking_stop)
+		struct executor_line_item *it;
+		/* Stopping, the line drains whatever its bounds. */
+		while (!(it = executor_line_take(e->line, !e->blocking_stop)) && !e->blocking_stop)
 			wait_for_blocking_work(e, trims, &next_trim_ns);
 		if (trims)
 			trim_if_due(e, &next_trim_ns);
-		struct engine_req *er = e->blocking_head;
-		if (!er)
+		if (!it)
 			break; /* stopping, and nothing left */
-		e->blocking_head = er->next;
-		if (!e->blocking_head)
-			e->blocking_tail = NULL;
+		struct engine_req *er = (struct engine_req *)((char *)it - offsetof(struct engine_req, line));
+		struct executor_line_item held = *it; /* er is gone once finished */
 		pthread_mutex_unlock(&e->blocking_lock);
 		if (er->op == DATAPATH_READ) {
 			finish(e, er, er->answer_res); /* reads come here only to be answered */
@@ -1006,6 +1009,7 @@ static void *blocking_main(void *arg)
 			finish(e, er, copy_range_as_opener(er));
 		}
 		pthread_mutex_lock(&e->blocking_lock);
+		executor_line_done(e->line, &held);
 	}
 	pthread_mutex_unlock(&e->blocking_lock);
 	return NULL;
@@ -1027,6 +1031,18 @@ static uint32_t executors_wanted(const struct engine *e)
 	return n < EXECUTORS_MIN ? EXECUTORS_MIN : n > EXECUTORS_MAX ? EXECUTORS_MAX : n;
 }
 
+/*
+ * Executors one tenant, or one user other than root, may hold at once
+ * (executor_line.h): a quarter of them, and never fewer than the depth, so
+ * a lone tenant's dispatched requests never wait for its bound while
+ * nothing hangs. A user's hung requests then leave the rest to the others:
+ * three users hung at once still leave the depth its executors.
+ */
+static uint32_t executor_bound(uint32_t max_inflight)
+{
+	return max_inflight > EXECUTORS_MAX / 4 ? max_inflight : EXECUTORS_MAX / 4;
+}
+
 /* Up to executors_wanted; 0 or the error of the first that did not start.
  * On the reactor once it runs (apply_reload), before that engine_start. */
 static int start_executors(struct engine *e)
@@ -1041,13 +1057,8 @@ static int start_executors(struct engine *e)
 
 static void run_blocking(struct engine *e, struct engine_req *er)
 {
-	er->next = NULL;
 	pthread_mutex_lock(&e->blocking_lock);
-	if (e->blocking_tail)
-		e->blocking_tail->next = er;
-	else
-		e->blocking_head = er;
-	e->blocking_tail = er;
+	executor_line_push(e->line, &er->line);
 	pthread_cond_signal(&e->blocking_work);
 	pthread_mutex_unlock(&e->blocking_lock);
 }
@@ -1427,6 +1438,9 @@ static void apply_reload(struct engine *e)
 	 * its next sizing (kernel_queue_min).
 	 */
 	e->params.sched.max_inflight = p.sched.max_inflight;
+	pthread_mutex_lock(&e->blocking_lock);
+	executor_line_set_bound(e->line, executor_bound(p.sched.max_inflight));
+	pthread_mutex_unlock(&e->blocking_lock);
 	grow_workers(e);
 	if (!e->wait_by_poll)
 		e->params.busy_poll_ns = p.busy_poll_ns;
@@ -1714,7 +1728,9 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	e->held_writes_per_tenant = p->max_held_writes > 4 ? p->max_held_writes / 4 : p->max_held_writes;
 	e->per_tenant = calloc(e->max_tenants ? e->max_tenants : 1, sizeof(*e->per_tenant));
 	atomic_init(&e->meta_sole, META_NOBODY);
-	if (!e->per_tenant) {
+	if (!e->per_tenant ||
+	    executor_line_new(e->max_tenants, executor_bound(p->sched.max_inflight), &e->line) != 0) {
+		free(e->per_tenant);
 		free(e);
 		snprintf(err, err_bytes, "out of memory");
 		return -ENOMEM;
@@ -1800,6 +1816,7 @@ fail:
 	if (e->wake_fd >= 0)
 		close(e->wake_fd);
 	free(e->per_tenant);
+	executor_line_free(e->line);
 	free(e);
 	return r;
 }
@@ -1861,6 +1878,7 @@ void engine_free(struct engine *e)
 	sched_free(e->sched);
 	tenant_queues_free(e->queues);
 	free(e->per_tenant);
+	executor_line_free(e->line);
 	pthread_cond_destroy(&e->blocking_work);
 	pthread_mutex_destroy(&e->blocking_lock);
 	pthread_mutex_destroy(&e->reload_lock);

@@ -713,7 +713,7 @@ static ssize_t channel_read(int fd, void *buf, size_t buf_bytes, void *userdata)
 		}
 		d->bytes = (size_t)n;
 		memcpy(d->mem, buf, (size_t)n);
-		struct datapath_req r = {.op = DATAPATH_META, .pid = (pid_t)h->pid,
+		struct datapath_req r = {.op = DATAPATH_META, .pid = (pid_t)h->pid, .uid = h->uid,
 					 .meta_run = run_deferred, .meta_arg = d};
 		dp->submit(dp, &r);
 	}

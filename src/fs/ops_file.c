@@ -367,6 +367,7 @@ static void submit(fuse_req_t req, struct datapath_req *r)
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	r->req = req;
 	r->pid = ctx->pid;
+	r->uid = ctx->uid;
 	struct datapath *dp = fs_of(req)->datapath;
 	dp->submit(dp, r);
 }

@@ -637,18 +637,24 @@ static pid_t hung_store_up(const struct test_mount *m, char source[400], char st
 	return eiofs;
 }
 
-/* The victim reaped within HUNG_VICTIM_WAIT_S (its pid, status in *status), or 0: then killed. */
+/* The victim reaped within HUNG_VICTIM_WAIT_S (its pid, status in *status), or 0: then
+ * killed, and reaped by reap_killed_victim once the store is released (a request the
+ * daemon holds keeps its caller until it is answered, killed or not). */
 static pid_t wait_for_victim(pid_t victim, int *status)
 {
 	pid_t reaped = 0;
 	for (int waited_ms = 0; waited_ms < HUNG_VICTIM_WAIT_S * 1000 && (reaped = waitpid(victim, status, WNOHANG)) == 0;
 	     waited_ms += 20)
 		usleep(20000);
-	if (reaped == 0) {
+	if (reaped == 0)
 		kill(victim, SIGKILL);
-		waitpid(victim, status, 0);
-	}
 	return reaped;
+}
+
+static void reap_killed_victim(pid_t victim, pid_t reaped)
+{
+	if (reaped != victim)
+		waitpid(victim, NULL, 0);
 }
 
 /*
@@ -716,6 +722,7 @@ START_TEST(a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue)
 	pid_t reaped = wait_for_victim(victim, &status);
 	int64_t hung_after = stat_mount_number(&m, "hung");
 	unlink(marker);
+	reap_killed_victim(victim, reaped);
 	stop_fio(fio);
 	test_stalling_store_down(stalling, eiofs);
 	fprintf(stderr, "isolation: beside it the victim %s, %lld still hung\n",
@@ -792,18 +799,19 @@ static void victim_opens_reads_and_stats(const char *small)
 
 /* The victim (victim_opens_reads_and_stats) run while the n processes in
  * stats are blocked on the hung store: whether it was reaped within
- * HUNG_VICTIM_WAIT_S (its status in *status), and how many of them were
- * still blocked then. */
+ * HUNG_VICTIM_WAIT_S (its status in *status; else reap_killed_victim
+ * after the store is released), and how many of them were still blocked
+ * then. */
 static bool victim_beside_blocked_stats(const char *small, const pid_t *stats, int n, int *status,
-					int *still_blocked)
+					int *still_blocked, pid_t *victim)
 {
-	pid_t victim = fork();
-	ck_assert_int_ge(victim, 0);
-	if (victim == 0)
+	*victim = fork();
+	ck_assert_int_ge(*victim, 0);
+	if (*victim == 0)
 		victim_opens_reads_and_stats(small);
-	pid_t reaped = wait_for_victim(victim, status);
+	pid_t reaped = wait_for_victim(*victim, status);
 	*still_blocked = not_exited(stats, n);
-	return reaped == victim;
+	return reaped == *victim;
 }
 
 /*
@@ -844,8 +852,10 @@ START_TEST(metadata_hung_for_one_tenant_leaves_the_others_workers)
 		HUNG_STATS, (long long)held);
 
 	int status = -1, still_blocked = 0;
-	bool reaped = victim_beside_blocked_stats(small, stats, HUNG_STATS, &status, &still_blocked);
+	pid_t victim = 0;
+	bool reaped = victim_beside_blocked_stats(small, stats, HUNG_STATS, &status, &still_blocked, &victim);
 	unlink(marker);
+	reap_killed_victim(victim, reaped ? victim : 0);
 	for (int i = 0; i < HUNG_STATS; i++)
 		ck_assert_int_eq(waitpid(stats[i], NULL, 0), stats[i]);
 	stop_fio(fio);
@@ -1123,23 +1133,24 @@ END_TEST
 /* Child cgroups of the attacker's delegated one, each a tenant of its own,
  * and the processes in each blocked in a stat of the hung store. */
 #define HUNG_CHILDREN 16
-#define HUNG_CHILD_STATS 8
+#define HUNG_CHILD_STATS 20
 /* Of the children's stats, at least this many wait in the daemon as
- * requests: past the 32 that may run at once in workers, more than the 64
- * executors there were. */
-#define HUNG_CHILDREN_HELD 80
+ * requests (past the 32 that may run at once in workers): more than the
+ * daemon's 256 executors. */
+#define HUNG_CHILDREN_HELD 260
 
 /*
  * A user with a delegated cgroup spreads its processes over child cgroups,
- * each a tenant, and stats names on a store that hangs (eiofs): 128 hung
- * lookups beside its 16 hung reads. Three things stopped the victim's
+ * each a tenant, and stats names on a store that hangs (eiofs): 320 hung
+ * lookups beside its 16 hung reads. Four things stopped the victim's
  * open: the scheduler's slot reserve still counted hung requests in the
  * depth, so with more hung than max_inflight no tenant fitted and the
  * victim never got its turn (39 executors idle); a child in service whose
  * requests were all hung was held for, its slice never ending; and the
- * hung lookups handed to executors took all 64 there were, so the
- * victim's, dispatched, waited behind them. The victim's opens, reads and
- * stats complete while all 128 of the attacker's stats are still blocked.
+ * hung lookups handed to executors took every one there was (64, then
+ * 256), so the victim's, dispatched, waited behind them, until one user
+ * could hold at most a quarter of them. The victim's opens, reads and
+ * stats complete while all 320 of the attacker's stats are still blocked.
  */
 START_TEST(metadata_hung_for_many_child_tenants_leaves_the_others_threads)
 {
@@ -1177,8 +1188,10 @@ START_TEST(metadata_hung_for_many_child_tenants_leaves_the_others_threads)
 		STATS, children, (long long)held, (long long)stat_mount_number(&m, "hung"));
 
 	int status = -1, still_blocked = 0;
-	bool reaped = victim_beside_blocked_stats(small, stats, STATS, &status, &still_blocked);
+	pid_t victim = 0;
+	bool reaped = victim_beside_blocked_stats(small, stats, STATS, &status, &still_blocked, &victim);
 	unlink(marker);
+	reap_killed_victim(victim, reaped ? victim : 0);
 	for (int i = 0; i < STATS; i++)
 		ck_assert_int_eq(waitpid(stats[i], NULL, 0), stats[i]);
 	stop_fio(fio);

@@ -1,0 +1,138 @@
+/* The executors' line: arrival order, and no tenant or user past its bound. */
+#include "fusesched/executor_line.h"
+
+#include <check.h>
+#include <stdlib.h>
+
+#define TENANTS 64u
+#define BOUND 4u
+
+static struct executor_line *line_of(uint32_t bound)
+{
+	struct executor_line *l = NULL;
+	ck_assert_int_eq(executor_line_new(TENANTS, bound, &l), 0);
+	return l;
+}
+
+START_TEST(items_go_in_arrival_order)
+{
+	struct executor_line *l = line_of(BOUND);
+	struct executor_line_item it[3] = {{.tenant = 1, .uid = 1000}, {.tenant = 2, .uid = 1001},
+					   {.tenant = 1, .uid = 1000}};
+	ck_assert(executor_line_empty(l));
+	for (int i = 0; i < 3; i++)
+		executor_line_push(l, &it[i]);
+	for (int i = 0; i < 3; i++)
+		ck_assert_ptr_eq(executor_line_take(l, true), &it[i]);
+	ck_assert(executor_line_empty(l));
+	ck_assert_ptr_null(executor_line_take(l, true));
+	ck_assert_uint_eq(executor_line_held(l, 1), 2);
+	executor_line_done(l, &it[0]);
+	ck_assert_uint_eq(executor_line_held(l, 1), 1);
+	executor_line_free(l);
+}
+END_TEST
+
+/*
+ * A user's requests spread over many tenants (child cgroups), each one
+ * held at a store that hangs: past the bound the user's wait, and another
+ * user's request queued behind all of them goes first. Its own go again
+ * as each of its held ones comes back.
+ */
+START_TEST(a_user_over_many_tenants_holds_at_most_the_bound)
+{
+	struct executor_line *l = line_of(BOUND);
+	enum { SPREAD = 3 * BOUND };
+	struct executor_line_item attacker[SPREAD], victim = {.tenant = TENANTS - 1, .uid = 2002};
+	for (uint32_t i = 0; i < SPREAD; i++) {
+		attacker[i] = (struct executor_line_item){.tenant = i, .uid = 2001};
+		executor_line_push(l, &attacker[i]);
+	}
+	executor_line_push(l, &victim);
+	for (uint32_t i = 0; i < BOUND; i++)
+		ck_assert_ptr_eq(executor_line_take(l, true), &attacker[i]);
+	ck_assert_ptr_eq(executor_line_take(l, true), &victim);
+	ck_assert_ptr_null(executor_line_take(l, true));
+	ck_assert(!executor_line_empty(l));
+	executor_line_done(l, &attacker[2]);
+	ck_assert_ptr_eq(executor_line_take(l, true), &attacker[BOUND]);
+	ck_assert_ptr_null(executor_line_take(l, true));
+	/* A drain takes everything left, bounds or not. */
+	for (uint32_t i = BOUND + 1; i < SPREAD; i++)
+		ck_assert_ptr_eq(executor_line_take(l, false), &attacker[i]);
+	ck_assert(executor_line_empty(l));
+	executor_line_free(l);
+}
+END_TEST
+
+/* One tenant's processes of many users, or root's: bounded per tenant. Root
+ * in other tenants is not held back by it. */
+START_TEST(a_tenant_holds_at_most_the_bound_and_root_is_bounded_per_tenant)
+{
+	struct executor_line *l = line_of(BOUND);
+	enum { MANY = 2 * BOUND };
+	struct executor_line_item mixed[MANY], root[MANY];
+	for (uint32_t i = 0; i < MANY; i++) {
+		mixed[i] = (struct executor_line_item){.tenant = 5, .uid = 3000 + i};
+		root[i] = (struct executor_line_item){.tenant = 6 + i, .uid = 0};
+		executor_line_push(l, &mixed[i]);
+	}
+	for (uint32_t i = 0; i < MANY; i++)
+		executor_line_push(l, &root[i]);
+	for (uint32_t i = 0; i < BOUND; i++)
+		ck_assert_ptr_eq(executor_line_take(l, true), &mixed[i]);
+	for (uint32_t i = 0; i < MANY; i++)
+		ck_assert_ptr_eq(executor_line_take(l, true), &root[i]);
+	ck_assert_ptr_null(executor_line_take(l, true));
+	ck_assert_uint_eq(executor_line_held(l, 5), BOUND);
+	executor_line_set_bound(l, BOUND + 1);
+	ck_assert_ptr_eq(executor_line_take(l, true), &mixed[BOUND]);
+	ck_assert_ptr_null(executor_line_take(l, true));
+	executor_line_free(l);
+}
+END_TEST
+
+/* Users come and go: a user whose executors all came back is forgotten,
+ * and the others' counts stay theirs. */
+START_TEST(users_leave_and_others_keep_their_counts)
+{
+	struct executor_line *l = line_of(1);
+	struct executor_line_item a = {.tenant = TENANTS + 7, .uid = 10}, b = {.tenant = TENANTS + 7, .uid = 11},
+				  a2 = {.tenant = TENANTS + 7, .uid = 10}, b2 = {.tenant = TENANTS + 7, .uid = 11};
+	executor_line_push(l, &a);
+	executor_line_push(l, &b);
+	executor_line_push(l, &a2);
+	executor_line_push(l, &b2);
+	/* Tenants past the table are counted per user only. */
+	ck_assert_ptr_eq(executor_line_take(l, true), &a);
+	ck_assert_ptr_eq(executor_line_take(l, true), &b);
+	ck_assert_ptr_null(executor_line_take(l, true));
+	executor_line_done(l, &a);
+	ck_assert_ptr_eq(executor_line_take(l, true), &a2);
+	ck_assert_ptr_null(executor_line_take(l, true)); /* b still held: b2 waits */
+	executor_line_done(l, &b);
+	ck_assert_ptr_eq(executor_line_take(l, true), &b2);
+	executor_line_free(l);
+}
+END_TEST
+
+static Suite *executor_line_suite(void)
+{
+	Suite *s = suite_create("executor_line");
+	TCase *tc = tcase_create("line");
+	tcase_add_test(tc, items_go_in_arrival_order);
+	tcase_add_test(tc, a_user_over_many_tenants_holds_at_most_the_bound);
+	tcase_add_test(tc, a_tenant_holds_at_most_the_bound_and_root_is_bounded_per_tenant);
+	tcase_add_test(tc, users_leave_and_others_keep_their_counts);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(executor_line_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
