@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ATTACKER_UID 2001
@@ -805,12 +806,17 @@ static void victim_opens_reads_and_stats(const char *small)
 static bool victim_beside_blocked_stats(const char *small, const pid_t *stats, int n, int *status,
 					int *still_blocked, pid_t *victim)
 {
+	struct timespec start, end;
+	clock_gettime(CLOCK_MONOTONIC, &start);
 	*victim = fork();
 	ck_assert_int_ge(*victim, 0);
 	if (*victim == 0)
 		victim_opens_reads_and_stats(small);
 	pid_t reaped = wait_for_victim(*victim, status);
 	*still_blocked = not_exited(stats, n);
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	fprintf(stderr, "isolation: the victim ran %.3f s beside %d blocked stat calls\n",
+		(double)(end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9, n);
 	return reaped == *victim;
 }
 
