@@ -35,7 +35,9 @@ int executor_line_new(uint32_t max_tenants, uint32_t bound, struct executor_line
 void executor_line_free(struct executor_line *l);
 void executor_line_set_bound(struct executor_line *l, uint32_t bound);
 
-void executor_line_push(struct executor_line *l, struct executor_line_item *it);
+/* True when it waits: its tenant or user holds the bound now (behind its
+ * own requests, which hang: only hung ones hold executors past the depth). */
+bool executor_line_push(struct executor_line *l, struct executor_line_item *it);
 /*
  * The oldest item whose tenant and user hold fewer than the bound (any
  * item when !bounded: a drain), out of the line and counted as held until

@@ -314,6 +314,9 @@ uint64_t sched_peak_rate(const struct sched *s);
 /* Of sched_inflight, the requests at the store so long that they are taken
  * to be hung (sched.c): they leave the depth to the others. */
 uint32_t sched_hung(const struct sched *s);
+/* r, just dispatched, cannot start before requests of its own that hang
+ * return (the executors' line holds it back): hung now, as they are. */
+void sched_hang(struct sched *s, struct sched_req *r);
 /* Requests queued or at the store of the tenants that have requests hung
  * there: outstanding in the kernel's queue of async requests, they will
  * not leave it before the store answers (engine.c sizes that queue). The

@@ -45,15 +45,6 @@ void executor_line_set_bound(struct executor_line *l, uint32_t bound)
 	l->bound = bound ? bound : 1;
 }
 
-void executor_line_push(struct executor_line *l, struct executor_line_item *it)
-{
-	it->next = NULL;
-	if (l->tail)
-		l->tail->next = it;
-	else
-		l->head = it;
-	l->tail = it;
-}
 
 bool executor_line_empty(const struct executor_line *l)
 {
@@ -99,6 +90,17 @@ static bool may_go(struct executor_line *l, const struct executor_line_item *it)
 		return true;
 	const struct uid_held *u = uid_find(l, it->uid);
 	return !u || u->held < l->bound;
+}
+
+bool executor_line_push(struct executor_line *l, struct executor_line_item *it)
+{
+	it->next = NULL;
+	if (l->tail)
+		l->tail->next = it;
+	else
+		l->head = it;
+	l->tail = it;
+	return !may_go(l, it);
 }
 
 struct executor_line_item *executor_line_take(struct executor_line *l, bool bounded)

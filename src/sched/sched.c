@@ -425,18 +425,28 @@ static void learn_hung_bound(struct sched *s, uint64_t flight_ns, uint64_t now_n
 	s->hung_after_ns = bound < SCHED_HUNG_MIN_NS ? SCHED_HUNG_MIN_NS : bound;
 }
 
+static void hang(struct sched *s, struct sched_req *r)
+{
+	sched_list_remove(&r->link);
+	sched_list_add_tail(&s->hung_reqs, &r->link);
+	r->hung = true;
+	r->queue->hung++;
+	s->hung++;
+	s->async_inflight -= !r->sync;
+}
+
 static void mark_hung(struct sched *s, uint64_t now_ns)
 {
 	struct sched_req *r;
 	while ((r = sched_list_first_entry(&s->flight, struct sched_req, link)) &&
-	       r->dispatch_ns + s->hung_after_ns <= now_ns) {
-		sched_list_remove(&r->link);
-		sched_list_add_tail(&s->hung_reqs, &r->link);
-		r->hung = true;
-		r->queue->hung++;
-		s->hung++;
-		s->async_inflight -= !r->sync;
-	}
+	       r->dispatch_ns + s->hung_after_ns <= now_ns)
+		hang(s, r);
+}
+
+void sched_hang(struct sched *s, struct sched_req *r)
+{
+	if (!r->hung)
+		hang(s, r);
 }
 
 struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns)

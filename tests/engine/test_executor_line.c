@@ -54,12 +54,18 @@ START_TEST(a_user_over_many_tenants_holds_at_most_the_bound)
 	ck_assert_ptr_eq(executor_line_take(l, true), &victim);
 	ck_assert_ptr_null(executor_line_take(l, true));
 	ck_assert(!executor_line_empty(l));
+	/* One more of the user's is held back as it arrives; another user's is not. */
+	struct executor_line_item late = {.tenant = SPREAD, .uid = 2001}, other = {.tenant = SPREAD + 1, .uid = 2003};
+	ck_assert(executor_line_push(l, &late));
+	ck_assert(!executor_line_push(l, &other));
+	ck_assert_ptr_eq(executor_line_take(l, true), &other);
 	executor_line_done(l, &attacker[2]);
 	ck_assert_ptr_eq(executor_line_take(l, true), &attacker[BOUND]);
 	ck_assert_ptr_null(executor_line_take(l, true));
 	/* A drain takes everything left, bounds or not. */
 	for (uint32_t i = BOUND + 1; i < SPREAD; i++)
 		ck_assert_ptr_eq(executor_line_take(l, false), &attacker[i]);
+	ck_assert_ptr_eq(executor_line_take(l, false), &late);
 	ck_assert(executor_line_empty(l));
 	executor_line_free(l);
 }

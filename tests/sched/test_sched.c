@@ -417,6 +417,54 @@ START_TEST(hung_requests_leave_the_depth_fifo)
 END_TEST
 
 /*
+ * A request the engine cannot start before its own hung ones return
+ * (sched_hang: the executors' line holds it back) leaves its slot at once,
+ * not after the hung bound: another tenant's request, queued after it, is
+ * dispatched in the same round. It completes later like any request.
+ */
+static void hung_at_dispatch_leaves_the_slot(enum sched_policy policy)
+{
+	enum { DEPTH = 2 };
+	struct sched *s = new_sched(policy, DEPTH);
+	struct sched_queue *stuck = queue(s, 1, 100), *other = queue(s, 2, 100);
+	struct sched_req held[DEPTH], probe;
+	uint64_t now = 1 * MS;
+	for (int i = 0; i < DEPTH; i++) {
+		req_init(&held[i], stuck, SCHED_OP_OTHER, 0);
+		held[i].sync = true;
+		sched_enqueue(s, &held[i], now);
+	}
+	for (int i = 0; i < DEPTH; i++)
+		ck_assert_ptr_eq(sched_dispatch(s, now), &held[i]);
+	req_init(&probe, other, SCHED_OP_OTHER, 0);
+	probe.sync = true;
+	sched_enqueue(s, &probe, now);
+	ck_assert_ptr_null(sched_dispatch(s, now)); /* the depth is full */
+	sched_hang(s, &held[0]);
+	sched_hang(s, &held[0]); /* once only */
+	ck_assert_uint_eq(sched_hung(s), 1);
+	ck_assert_ptr_eq(sched_dispatch(s, now), &probe);
+	sched_complete(s, &probe, now + 1 * MS);
+	for (int i = 0; i < DEPTH; i++)
+		sched_complete(s, &held[i], now + 2 * MS);
+	ck_assert_uint_eq(sched_hung(s), 0);
+	ck_assert_uint_eq(sched_inflight(s), 0);
+	sched_free(s);
+}
+
+START_TEST(hung_at_dispatch_leaves_the_slot_bfq)
+{
+	hung_at_dispatch_leaves_the_slot(SCHED_POLICY_BFQ);
+}
+END_TEST
+
+START_TEST(hung_at_dispatch_leaves_the_slot_fifo)
+{
+	hung_at_dispatch_leaves_the_slot(SCHED_POLICY_FIFO);
+}
+END_TEST
+
+/*
  * The hung bound follows the store's own times: 16 times the longest a
  * request took there lately, within 200 ms..5 s. A tenant alone at the
  * store serves rounds whose requests each take store_ns, then its next
@@ -2641,6 +2689,8 @@ int main(void)
 	tcase_add_test(tc, intrusive_list);
 	tcase_add_test(tc, hung_requests_leave_the_depth_bfq);
 	tcase_add_test(tc, hung_requests_leave_the_depth_fifo);
+	tcase_add_test(tc, hung_at_dispatch_leaves_the_slot_bfq);
+	tcase_add_test(tc, hung_at_dispatch_leaves_the_slot_fifo);
 	tcase_add_test(tc, hung_child_tenants_leave_another_its_turns_bfq);
 	tcase_add_test(tc, hung_child_tenants_leave_another_its_turns_fifo);
 	tcase_add_loop_test(tc, the_hung_bound_follows_the_stores_times, 0, 2);
