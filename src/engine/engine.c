@@ -118,6 +118,7 @@ struct engine_req {
 	void *meta_arg;
 	int answer_res;            /* a read done at the store, answered by an executor with this (ANSWER_AWAY_BYTES) */
 	struct executor_line_item line; /* its place in the executors' line: whose */
+	bool held_back;            /* hung in the line, counted in engine.held_back (under blocking_lock) */
 };
 
 /* What one tenant holds of what the workers share (engine.per_tenant). */
@@ -178,7 +179,8 @@ struct engine {
 	 */
 	pthread_t blocking_threads[EXECUTORS_MAX];
 	uint32_t blocking_started;
-	uint32_t hung_seen;            /* the most requests hung at once (sched_hung), on the reactor */
+	uint32_t hung_seen;            /* the most hung at once at the store, not in the line (follow_hung); on the reactor */
+	atomic_uint held_back;         /* of them, waiting in the executors' line (written under blocking_lock) */
 	uint32_t executors_running;    /* under blocking_lock: the first one also trims buffers */
 	pthread_mutex_t blocking_lock;
 	pthread_cond_t blocking_work;
@@ -999,6 +1001,10 @@ static void *blocking_main(void *arg)
 			break; /* stopping, and nothing left */
 		struct engine_req *er = (struct engine_req *)((char *)it - offsetof(struct engine_req, line));
 		struct executor_line_item held = *it; /* er is gone once finished */
+		if (er->held_back) {
+			er->held_back = false;
+			atomic_fetch_sub_explicit(&e->held_back, 1, memory_order_relaxed);
+		}
 		pthread_mutex_unlock(&e->blocking_lock);
 		if (er->op == DATAPATH_READ) {
 			finish(e, er, er->answer_res); /* reads come here only to be answered */
@@ -1060,6 +1066,10 @@ static bool run_blocking(struct engine *e, struct engine_req *er)
 {
 	pthread_mutex_lock(&e->blocking_lock);
 	bool held_back = executor_line_push(e->line, &er->line);
+	if (held_back && er->scheduled) {
+		er->held_back = true;
+		atomic_fetch_add_explicit(&e->held_back, 1, memory_order_relaxed);
+	}
 	pthread_cond_signal(&e->blocking_work);
 	pthread_mutex_unlock(&e->blocking_lock);
 	return held_back;
@@ -1074,7 +1084,7 @@ static void issue(struct engine *e, struct engine_req *er)
 		 * for the hung bound first (a victim's lookup beside 320 of one
 		 * user's hung ones waited 1.2 s for a slot).
 		 */
-		if (run_blocking(e, er))
+		if (run_blocking(e, er) && er->scheduled)
 			sched_hang(e->sched, &er->sched);
 		return;
 	}
@@ -1416,10 +1426,12 @@ static void grow_workers(struct engine *e)
 			 e->blocking_started, executors_wanted(e), strerror(r));
 }
 
-/* On the reactor, after dispatching: workers for the requests hung at the store. */
+/* On the reactor, after dispatching: workers for the requests hung at the store
+ * (not those hung in the executors' line: they hold neither). */
 static void follow_hung(struct engine *e)
 {
-	uint32_t hung = sched_hung(e->sched);
+	uint32_t hung = sched_hung(e->sched), waiting = atomic_load_explicit(&e->held_back, memory_order_relaxed);
+	hung = hung > waiting ? hung - waiting : 0;
 	if (hung <= e->hung_seen)
 		return; /* started threads stay; the io-wq limit only rises */
 	e->hung_seen = hung;
