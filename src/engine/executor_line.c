@@ -1,21 +1,16 @@
 /* The executors' line (executor_line.h): a list in arrival order, counts per tenant and per user. */
 #include "fusesched/executor_line.h"
+#include "fusesched/uid_counts.h"
 
 #include <errno.h>
 #include <stdlib.h>
-
-struct uid_held {
-	uid_t uid;
-	uint32_t held;
-};
 
 struct executor_line {
 	struct executor_line_item *head, *tail;
 	uint32_t bound;
 	uint32_t *tenant_held;	/* by tenant id, max_tenants of them */
 	uint32_t max_tenants;
-	struct uid_held *uids;	/* users holding executors: few, so a list */
-	uint32_t uid_count, uid_capacity;
+	struct uid_counts uids;	/* executors held per user */
 };
 
 int executor_line_new(uint32_t max_tenants, uint32_t bound, struct executor_line **out)
@@ -36,7 +31,7 @@ void executor_line_free(struct executor_line *l)
 	if (!l)
 		return;
 	free(l->tenant_held);
-	free(l->uids);
+	uid_counts_free(&l->uids);
 	free(l);
 }
 
@@ -56,40 +51,14 @@ uint32_t executor_line_held(const struct executor_line *l, uint32_t tenant)
 	return tenant < l->max_tenants ? l->tenant_held[tenant] : 0;
 }
 
-static struct uid_held *uid_find(struct executor_line *l, uid_t uid)
-{
-	for (uint32_t i = 0; i < l->uid_count; i++)
-		if (l->uids[i].uid == uid)
-			return &l->uids[i];
-	return NULL;
-}
-
-/* uid's entry, made if missing; NULL when out of memory. */
-static struct uid_held *uid_entry(struct executor_line *l, uid_t uid)
-{
-	struct uid_held *u = uid_find(l, uid);
-	if (u)
-		return u;
-	if (l->uid_count == l->uid_capacity) {
-		uint32_t capacity = l->uid_capacity ? l->uid_capacity * 2 : 16;
-		struct uid_held *grown = realloc(l->uids, capacity * sizeof(*grown));
-		if (!grown)
-			return NULL;
-		l->uids = grown;
-		l->uid_capacity = capacity;
-	}
-	l->uids[l->uid_count] = (struct uid_held){.uid = uid};
-	return &l->uids[l->uid_count++];
-}
-
 static bool may_go(struct executor_line *l, const struct executor_line_item *it)
 {
 	if (it->tenant < l->max_tenants && l->tenant_held[it->tenant] >= l->bound)
 		return false;
 	if (it->uid == 0)
 		return true;
-	const struct uid_held *u = uid_find(l, it->uid);
-	return !u || u->held < l->bound;
+	const uint32_t *u = uid_counts_find(&l->uids, it->uid, false);
+	return !u || *u < l->bound;
 }
 
 bool executor_line_push(struct executor_line *l, struct executor_line_item *it)
@@ -121,10 +90,10 @@ struct executor_line_item *executor_line_take(struct executor_line *l, bool boun
 	it->next = NULL;
 	if (it->tenant < l->max_tenants)
 		l->tenant_held[it->tenant]++;
-	struct uid_held *u = it->uid ? uid_entry(l, it->uid) : NULL;
+	uint32_t *u = it->uid ? uid_counts_find(&l->uids, it->uid, true) : NULL;
 	it->uid_counted = u != NULL;
 	if (u)
-		u->held++;
+		(*u)++;
 	return it;
 }
 
@@ -132,7 +101,9 @@ void executor_line_done(struct executor_line *l, const struct executor_line_item
 {
 	if (it->tenant < l->max_tenants && l->tenant_held[it->tenant])
 		l->tenant_held[it->tenant]--;
-	struct uid_held *u = it->uid_counted ? uid_find(l, it->uid) : NULL;
-	if (u && --u->held == 0)
-		*u = l->uids[--l->uid_count];
+	uint32_t *u = it->uid_counted ? uid_counts_find(&l->uids, it->uid, false) : NULL;
+	if (u && *u) {
+		(*u)--;
+		uid_counts_forget_idle(&l->uids, it->uid);
+	}
 }
