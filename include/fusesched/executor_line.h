@@ -47,7 +47,7 @@ bool executor_line_push(struct executor_line *l, struct executor_line_item *it);
 struct executor_line_item *executor_line_take(struct executor_line *l, bool bounded);
 void executor_line_done(struct executor_line *l, const struct executor_line_item *it);
 bool executor_line_empty(const struct executor_line *l);
-/* Executors tenant holds now (tests, stats). */
+/* Executors tenant holds now (tests). */
 uint32_t executor_line_held(const struct executor_line *l, uint32_t tenant);
 
 #endif
