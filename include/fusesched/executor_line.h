@@ -11,6 +11,12 @@
  * others pass them. Root is bounded per tenant only: its containers are
  * tenants apart, and root can make as many cgroups as it likes anyway.
  *
+ * Hung requests cannot be taken back, so with enough owners hung at once
+ * (a shared network store hung for many containers) the bound alone would
+ * still let them take every executor. So once `shared` executors are held
+ * in all, only a tenant and user holding none goes: what hangs can take no
+ * more, and a newcomer still finds a thread while any is left.
+ *
  * Not locked: the engine calls it under its executors' lock.
  */
 #ifndef FUSESCHED_EXECUTOR_LINE_H
@@ -31,16 +37,17 @@ struct executor_line_item {
 struct executor_line;
 
 /* 0 or -ENOMEM. */
-int executor_line_new(uint32_t max_tenants, uint32_t bound, struct executor_line **out);
+int executor_line_new(uint32_t max_tenants, uint32_t bound, uint32_t shared,
+		      struct executor_line **out);
 void executor_line_free(struct executor_line *l);
-void executor_line_set_bound(struct executor_line *l, uint32_t bound);
+void executor_line_set_limits(struct executor_line *l, uint32_t bound, uint32_t shared);
 
-/* True when it waits: its tenant or user holds the bound now (behind its
- * own requests, which hang: only hung ones hold executors past the depth). */
+/* True when it waits: its tenant or user holds the bound now, or holds
+ * any past the shared room (behind its own requests, which hang: only
+ * hung ones hold executors past the depth). */
 bool executor_line_push(struct executor_line *l, struct executor_line_item *it);
 /*
- * The oldest item whose tenant and user hold fewer than the bound (any
- * item when !bounded: a drain), out of the line and counted as held until
+ * The oldest item that may go (above; any item when !bounded: a drain), out of the line and counted as held until
  * executor_line_done; NULL if none may go. Never fails: a user's count
  * that cannot be made (out of memory) is not bounded.
  */

@@ -1041,12 +1041,18 @@ static uint32_t executors_wanted(const struct engine *e)
  * Executors one tenant, or one user other than root, may hold at once
  * (executor_line.h): a quarter of them, and never fewer than the depth, so
  * a lone tenant's dispatched requests never wait for its bound while
- * nothing hangs. A user's hung requests then leave the rest to the others:
- * three users hung at once still leave the depth its executors.
+ * nothing hangs. A user's hung requests then leave the rest to the others.
  */
 static uint32_t executor_bound(uint32_t max_inflight)
 {
 	return max_inflight > EXECUTORS_MAX / 4 ? max_inflight : EXECUTORS_MAX / 4;
+}
+
+/* Executors those already holding some may share (executor_line.h): the
+ * rest, the depth's worth, is kept for tenants and users holding none. */
+static uint32_t executors_shared(uint32_t max_inflight)
+{
+	return EXECUTORS_MAX - (max_inflight < EXECUTORS_MAX / 2 ? max_inflight : EXECUTORS_MAX / 2);
 }
 
 /* Up to executors_wanted; 0 or the error of the first that did not start.
@@ -1460,7 +1466,8 @@ static void apply_reload(struct engine *e)
 	 */
 	e->params.sched.max_inflight = p.sched.max_inflight;
 	pthread_mutex_lock(&e->blocking_lock);
-	executor_line_set_bound(e->line, executor_bound(p.sched.max_inflight));
+	executor_line_set_limits(e->line, executor_bound(p.sched.max_inflight),
+				 executors_shared(p.sched.max_inflight));
 	pthread_mutex_unlock(&e->blocking_lock);
 	grow_workers(e);
 	if (!e->wait_by_poll)
@@ -1750,7 +1757,8 @@ int engine_new(const struct engine_params *p, struct tenant_table *tenants, stru
 	e->per_tenant = calloc(e->max_tenants ? e->max_tenants : 1, sizeof(*e->per_tenant));
 	atomic_init(&e->meta_sole, META_NOBODY);
 	if (!e->per_tenant ||
-	    executor_line_new(e->max_tenants, executor_bound(p->sched.max_inflight), &e->line) != 0) {
+	    executor_line_new(e->max_tenants, executor_bound(p->sched.max_inflight),
+			      executors_shared(p->sched.max_inflight), &e->line) != 0) {
 		free(e->per_tenant);
 		free(e);
 		snprintf(err, err_bytes, "out of memory");

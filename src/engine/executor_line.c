@@ -7,13 +7,15 @@
 
 struct executor_line {
 	struct executor_line_item *head, *tail;
-	uint32_t bound;
+	uint32_t bound, shared;
+	uint32_t held;		/* executors held in all */
 	uint32_t *tenant_held;	/* by tenant id, max_tenants of them */
 	uint32_t max_tenants;
 	struct uid_counts uids;	/* executors held per user */
 };
 
-int executor_line_new(uint32_t max_tenants, uint32_t bound, struct executor_line **out)
+int executor_line_new(uint32_t max_tenants, uint32_t bound, uint32_t shared,
+		      struct executor_line **out)
 {
 	struct executor_line *l = calloc(1, sizeof(*l));
 	if (!l || !(l->tenant_held = calloc(max_tenants ? max_tenants : 1, sizeof(uint32_t)))) {
@@ -21,7 +23,7 @@ int executor_line_new(uint32_t max_tenants, uint32_t bound, struct executor_line
 		return -ENOMEM;
 	}
 	l->max_tenants = max_tenants;
-	l->bound = bound ? bound : 1;
+	executor_line_set_limits(l, bound, shared);
 	*out = l;
 	return 0;
 }
@@ -35,9 +37,10 @@ void executor_line_free(struct executor_line *l)
 	free(l);
 }
 
-void executor_line_set_bound(struct executor_line *l, uint32_t bound)
+void executor_line_set_limits(struct executor_line *l, uint32_t bound, uint32_t shared)
 {
 	l->bound = bound ? bound : 1;
+	l->shared = shared;
 }
 
 
@@ -53,12 +56,12 @@ uint32_t executor_line_held(const struct executor_line *l, uint32_t tenant)
 
 static bool may_go(struct executor_line *l, const struct executor_line_item *it)
 {
-	if (it->tenant < l->max_tenants && l->tenant_held[it->tenant] >= l->bound)
+	uint32_t tenant = it->tenant < l->max_tenants ? l->tenant_held[it->tenant] : 0;
+	const uint32_t *u = it->uid ? uid_counts_find(&l->uids, it->uid, false) : NULL;
+	uint32_t user = u ? *u : 0;
+	if (tenant >= l->bound || user >= l->bound)
 		return false;
-	if (it->uid == 0)
-		return true;
-	const uint32_t *u = uid_counts_find(&l->uids, it->uid, false);
-	return !u || *u < l->bound;
+	return l->held < l->shared || (tenant == 0 && user == 0);
 }
 
 bool executor_line_push(struct executor_line *l, struct executor_line_item *it)
@@ -88,6 +91,7 @@ struct executor_line_item *executor_line_take(struct executor_line *l, bool boun
 	if (l->tail == it)
 		l->tail = prev;
 	it->next = NULL;
+	l->held++;
 	if (it->tenant < l->max_tenants)
 		l->tenant_held[it->tenant]++;
 	uint32_t *u = it->uid ? uid_counts_find(&l->uids, it->uid, true) : NULL;
@@ -99,6 +103,7 @@ struct executor_line_item *executor_line_take(struct executor_line *l, bool boun
 
 void executor_line_done(struct executor_line *l, const struct executor_line_item *it)
 {
+	l->held--;
 	if (it->tenant < l->max_tenants && l->tenant_held[it->tenant])
 		l->tenant_held[it->tenant]--;
 	uint32_t *u = it->uid_counted ? uid_counts_find(&l->uids, it->uid, false) : NULL;

@@ -6,11 +6,12 @@
 
 #define TENANTS 64u
 #define BOUND 4u
+#define SHARED_ALL 1000u /* more than any test holds: the shared room never binds */
 
 static struct executor_line *line_of(uint32_t bound)
 {
 	struct executor_line *l = NULL;
-	ck_assert_int_eq(executor_line_new(TENANTS, bound, &l), 0);
+	ck_assert_int_eq(executor_line_new(TENANTS, bound, SHARED_ALL, &l), 0);
 	return l;
 }
 
@@ -91,7 +92,7 @@ START_TEST(a_tenant_holds_at_most_the_bound_and_root_is_bounded_per_tenant)
 		ck_assert_ptr_eq(executor_line_take(l, true), &root[i]);
 	ck_assert_ptr_null(executor_line_take(l, true));
 	ck_assert_uint_eq(executor_line_held(l, 5), BOUND);
-	executor_line_set_bound(l, BOUND + 1);
+	executor_line_set_limits(l, BOUND + 1, SHARED_ALL);
 	ck_assert_ptr_eq(executor_line_take(l, true), &mixed[BOUND]);
 	ck_assert_ptr_null(executor_line_take(l, true));
 	executor_line_free(l);
@@ -122,6 +123,58 @@ START_TEST(users_leave_and_others_keep_their_counts)
 }
 END_TEST
 
+/*
+ * Many owners hung at once, each under its bound: past the shared room
+ * those holding any wait, and a tenant and user holding none still go, one
+ * each, while threads are left. Root's tenants count as owners apart.
+ */
+START_TEST(past_the_shared_room_only_owners_holding_none_go)
+{
+	enum { SHARED = 6 };
+	struct executor_line *l = NULL;
+	ck_assert_int_eq(executor_line_new(TENANTS, BOUND, SHARED, &l), 0);
+	struct executor_line_item a[BOUND], b[BOUND], root[2], newcomer[2], same_user = {.tenant = 9, .uid = 1001};
+	for (uint32_t i = 0; i < BOUND; i++) {
+		a[i] = (struct executor_line_item){.tenant = 1, .uid = 1000};
+		b[i] = (struct executor_line_item){.tenant = 2, .uid = 1001};
+		executor_line_push(l, &a[i]);
+	}
+	for (uint32_t i = 0; i < BOUND; i++)
+		ck_assert_ptr_eq(executor_line_take(l, true), &a[i]);
+	for (uint32_t i = 0; i < BOUND; i++)
+		ck_assert(!executor_line_push(l, &b[i])); /* nobody at its bound, the room not full */
+	ck_assert_ptr_eq(executor_line_take(l, true), &b[0]);
+	ck_assert_ptr_eq(executor_line_take(l, true), &b[1]); /* 6 held: the room is full */
+	ck_assert_ptr_null(executor_line_take(l, true));
+	ck_assert(executor_line_push(l, &same_user)); /* its user holds some */
+	for (int i = 0; i < 2; i++) {
+		root[i] = (struct executor_line_item){.tenant = 3, .uid = 0};
+		newcomer[i] = (struct executor_line_item){.tenant = 4, .uid = 1002};
+	}
+	ck_assert(!executor_line_push(l, &root[0]));
+	ck_assert(!executor_line_push(l, &newcomer[0]));
+	ck_assert_ptr_eq(executor_line_take(l, true), &root[0]);
+	ck_assert_ptr_eq(executor_line_take(l, true), &newcomer[0]);
+	ck_assert(executor_line_push(l, &root[1]));
+	ck_assert(executor_line_push(l, &newcomer[1]));
+	ck_assert_ptr_null(executor_line_take(l, true));
+	/* Back under the room, the oldest that may go goes; at the room again,
+	 * only a tenant holding none (root's, its first came back). */
+	executor_line_done(l, &a[0]);
+	executor_line_done(l, &a[1]);
+	executor_line_done(l, &root[0]);
+	ck_assert_ptr_eq(executor_line_take(l, true), &b[2]);
+	ck_assert_ptr_eq(executor_line_take(l, true), &root[1]);
+	ck_assert_ptr_null(executor_line_take(l, true));
+	/* A drain takes the rest. */
+	ck_assert_ptr_eq(executor_line_take(l, false), &b[3]);
+	ck_assert_ptr_eq(executor_line_take(l, false), &same_user);
+	ck_assert_ptr_eq(executor_line_take(l, false), &newcomer[1]);
+	ck_assert(executor_line_empty(l));
+	executor_line_free(l);
+}
+END_TEST
+
 static Suite *executor_line_suite(void)
 {
 	Suite *s = suite_create("executor_line");
@@ -130,6 +183,7 @@ static Suite *executor_line_suite(void)
 	tcase_add_test(tc, a_user_over_many_tenants_holds_at_most_the_bound);
 	tcase_add_test(tc, a_tenant_holds_at_most_the_bound_and_root_is_bounded_per_tenant);
 	tcase_add_test(tc, users_leave_and_others_keep_their_counts);
+	tcase_add_test(tc, past_the_shared_room_only_owners_holding_none_go);
 	suite_add_tcase(s, tc);
 	return s;
 }
