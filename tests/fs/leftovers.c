@@ -2,6 +2,7 @@
 #include "leftovers.h"
 
 #include "mount_helper.h"
+#include "fusesched/ctl.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -112,7 +113,7 @@ void leftovers_cleanup(void)
 {
 	if (!shared)
 		return;
-	int killed = 0, unmounted = 0, cgroups = 0, paths = 0;
+	int killed = 0, unmounted = 0, cgroups = 0, paths = 0, sockets = 0;
 	for (int i = 0; i < shared->cgroups; i++)
 		killed += kill_cgroup_members(shared->cgroup[i]);
 	for (int i = shared->mounts - 1; i >= 0; i--) {
@@ -120,6 +121,12 @@ void leftovers_cleanup(void)
 			continue;
 		test_sh("fusermount3 -u '%s' 2>/dev/null || umount -l '%s'", shared->mount[i], shared->mount[i]);
 		unmounted++;
+	}
+	/* A daemon killed with its mount leaves its control socket behind. */
+	for (int i = 0; i < shared->mounts; i++) {
+		char sock[256];
+		if (ctl_socket_path_for_mount(shared->mount[i], sock, sizeof(sock)) == 0 && unlink(sock) == 0)
+			sockets++;
 	}
 	for (int i = shared->cgroups - 1; i >= 0; i--) {
 		for (int waited_ms = 0; waited_ms < CGROUP_EMPTY_WAIT_MS; waited_ms += 10) {
@@ -140,10 +147,10 @@ void leftovers_cleanup(void)
 			paths++;
 		}
 	}
-	if (killed || unmounted || cgroups || paths)
+	if (killed || unmounted || cgroups || paths || sockets)
 		fprintf(stderr,
-			"leftovers: a failed test left %d processes, %d mounts, %d cgroups and %d scratch paths; "
-			"removed\n",
-			killed, unmounted, cgroups, paths);
+			"leftovers: a failed test left %d processes, %d mounts, %d cgroups, %d scratch paths and "
+			"%d control sockets; removed\n",
+			killed, unmounted, cgroups, paths, sockets);
 	memset(shared, 0, sizeof(*shared));
 }
