@@ -1067,12 +1067,16 @@ static int start_executors(struct engine *e)
 	return 0;
 }
 
-/* True when it waits behind its own tenant's or user's hung requests (executor_line.h). */
-static bool run_blocking(struct engine *e, struct engine_req *er)
+/*
+ * Into the executors' line. dispatched: the scheduler just let it go to
+ * the store; then true when it waits behind its own tenant's or user's
+ * hung requests (executor_line.h), counted in engine.held_back until taken.
+ */
+static bool run_blocking(struct engine *e, struct engine_req *er, bool dispatched)
 {
 	pthread_mutex_lock(&e->blocking_lock);
-	bool held_back = executor_line_push(e->line, &er->line);
-	if (held_back && er->scheduled) {
+	bool held_back = executor_line_push(e->line, &er->line) && dispatched;
+	if (held_back) {
 		er->held_back = true;
 		atomic_fetch_add_explicit(&e->held_back, 1, memory_order_relaxed);
 	}
@@ -1090,7 +1094,7 @@ static void issue(struct engine *e, struct engine_req *er)
 		 * for the hung bound first (a victim's lookup beside 320 of one
 		 * user's hung ones waited 1.2 s for a slot).
 		 */
-		if (run_blocking(e, er) && er->scheduled)
+		if (run_blocking(e, er, true))
 			sched_hang(e->sched, &er->sched);
 		return;
 	}
@@ -1167,7 +1171,7 @@ static void on_completion(struct engine *e, struct engine_req *er, int res)
 		res = -EIO; /* a write that makes no progress would loop forever */
 	if (er->op == DATAPATH_READ && er->done_bytes >= ANSWER_AWAY_BYTES) {
 		er->answer_res = res;
-		run_blocking(e, er);
+		run_blocking(e, er, false);
 		return;
 	}
 	finish(e, er, res);
@@ -1226,7 +1230,7 @@ static void take_handoff(struct engine *e, uint64_t now)
 				er->held_res = -ENOMEM; /* its worker finishes it */
 				sem_post(er->held_go);
 			} else if (er->op == DATAPATH_META) {
-				run_blocking(e, er); /* unscheduled: it must still run to be answered */
+				run_blocking(e, er, false); /* unscheduled: it must still run to be answered */
 			} else {
 				finish(e, er, -ENOMEM);
 			}

@@ -800,24 +800,28 @@ static void victim_opens_reads_and_stats(const char *small)
 
 /* The victim (victim_opens_reads_and_stats) run while the n processes in
  * stats are blocked on the hung store: whether it was reaped within
- * HUNG_VICTIM_WAIT_S (its status in *status; else reap_killed_victim
- * after the store is released), and how many of them were still blocked
- * then. */
-static bool victim_beside_blocked_stats(const char *small, const pid_t *stats, int n, int *status,
-					int *still_blocked, pid_t *victim)
+ * HUNG_VICTIM_WAIT_S (its status in *status), and how many of them were
+ * still blocked then. The store is released after (marker removed), and
+ * they and a killed victim are reaped. */
+static bool victim_beside_blocked_stats(const char *small, const char *marker, const pid_t *stats, int n,
+					int *status, int *still_blocked)
 {
 	struct timespec start, end;
 	clock_gettime(CLOCK_MONOTONIC, &start);
-	*victim = fork();
-	ck_assert_int_ge(*victim, 0);
-	if (*victim == 0)
+	pid_t victim = fork();
+	ck_assert_int_ge(victim, 0);
+	if (victim == 0)
 		victim_opens_reads_and_stats(small);
-	pid_t reaped = wait_for_victim(*victim, status);
+	pid_t reaped = wait_for_victim(victim, status);
 	*still_blocked = not_exited(stats, n);
 	clock_gettime(CLOCK_MONOTONIC, &end);
 	fprintf(stderr, "isolation: the victim ran %.3f s beside %d blocked stat calls\n",
 		(double)(end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9, n);
-	return reaped == *victim;
+	unlink(marker);
+	reap_killed_victim(victim, reaped);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(waitpid(stats[i], NULL, 0), stats[i]);
+	return reaped == victim;
 }
 
 /*
@@ -858,12 +862,7 @@ START_TEST(metadata_hung_for_one_tenant_leaves_the_others_workers)
 		HUNG_STATS, (long long)held);
 
 	int status = -1, still_blocked = 0;
-	pid_t victim = 0;
-	bool reaped = victim_beside_blocked_stats(small, stats, HUNG_STATS, &status, &still_blocked, &victim);
-	unlink(marker);
-	reap_killed_victim(victim, reaped ? victim : 0);
-	for (int i = 0; i < HUNG_STATS; i++)
-		ck_assert_int_eq(waitpid(stats[i], NULL, 0), stats[i]);
+	bool reaped = victim_beside_blocked_stats(small, marker, stats, HUNG_STATS, &status, &still_blocked);
 	stop_fio(fio);
 	test_stalling_store_down(stalling, eiofs);
 	fprintf(stderr, "isolation: beside %d stat calls blocked on the hung store the victim %s, %d still blocked\n",
@@ -1192,12 +1191,7 @@ static void hung_stats_in_child_tenants(int children, int per_child, uid_t uid)
 		n, tenants, (int)uid, (long long)held, (long long)stat_mount_number(&m, "hung"));
 
 	int status = -1, still_blocked = 0;
-	pid_t victim = 0;
-	bool reaped = victim_beside_blocked_stats(small, stats, n, &status, &still_blocked, &victim);
-	unlink(marker);
-	reap_killed_victim(victim, reaped ? victim : 0);
-	for (int i = 0; i < n; i++)
-		ck_assert_int_eq(waitpid(stats[i], NULL, 0), stats[i]);
+	bool reaped = victim_beside_blocked_stats(small, marker, stats, n, &status, &still_blocked);
 	free(stats);
 	stop_fio(fio);
 	test_stalling_store_down(stalling, eiofs);
