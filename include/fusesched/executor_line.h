@@ -15,7 +15,13 @@
  * (a shared network store hung for many containers) the bound alone would
  * still let them take every executor. So once `shared` executors are held
  * in all, only a tenant and user holding none goes: what hangs can take no
- * more, and a newcomer still finds a thread while any is left.
+ * more, and a newcomer still finds a thread (the engine starts one per
+ * owner past the shared ones, up to its most).
+ *
+ * A request that could go when it came may not once others were taken
+ * (its owner at the bound, the room filled): the line says so
+ * (executor_line_tightened), and the engine takes such requests for hung
+ * as it does those held back at their push, so they hold no depth.
  *
  * Not locked: the engine calls it under its executors' lock.
  */
@@ -53,6 +59,15 @@ bool executor_line_push(struct executor_line *l, struct executor_line_item *it);
  */
 struct executor_line_item *executor_line_take(struct executor_line *l, bool bounded);
 void executor_line_done(struct executor_line *l, const struct executor_line_item *it);
+/*
+ * True, once, when a take since the last call may have left an item that
+ * could go unable to: an owner at the bound, or the room full. Then
+ * executor_line_each_waiting finds them.
+ */
+bool executor_line_tightened(struct executor_line *l);
+/* fn on each item in the line that may not go now, oldest first. */
+void executor_line_each_waiting(struct executor_line *l,
+				void (*fn)(struct executor_line_item *it, void *arg), void *arg);
 bool executor_line_empty(const struct executor_line *l);
 /* Executors tenant holds now (tests). */
 uint32_t executor_line_held(const struct executor_line *l, uint32_t tenant);

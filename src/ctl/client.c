@@ -572,7 +572,7 @@ static const struct prom_metric METRICS[] = {
 	{"fusesched_inflight", "gauge", "Requests at the backing store now.", NULL, NULL, 1, "inflight"},
 	{"fusesched_max_inflight", "gauge", "Configured limit of requests at the backing store.", NULL, NULL, 1, "max_inflight"},
 	{"fusesched_reserved_slots", "gauge", "Dispatch slots kept free for tenants that went idle within the reserve window.", NULL, NULL, 1, "reserved_slots"},
-	{"fusesched_hung", "gauge", "Requests at the backing store past 5 s, taken to be hung: they leave the depth to the other tenants.", NULL, NULL, 1, "hung"},
+	{"fusesched_hung", "gauge", "Requests taken to be hung: at the backing store past the hung bound (16 times the longest recent request, 200 ms to 5 s), or waiting for an executor behind their owner's hung ones. They leave the depth to the other tenants.", NULL, NULL, 1, "hung"},
 	{"fusesched_max_background", "gauge", "The kernel's limit on async requests sent to the daemon at once.", NULL, NULL, 1, "max_background"},
 	{"fusesched_peak_rate_bytes_per_second", "gauge", "Learned peak rate of the backing store.", NULL, NULL, 1, "peak_rate_bytes_per_s"},
 	{"fusesched_tenant_weight", "gauge", "Weight of the tenant.", "weight", NULL, 1, NULL},

@@ -9,6 +9,7 @@ struct executor_line {
 	struct executor_line_item *head, *tail;
 	uint32_t bound, shared;
 	uint32_t held;		/* executors held in all */
+	bool tightened;		/* executor_line_tightened */
 	uint32_t *tenant_held;	/* by tenant id, max_tenants of them */
 	uint32_t max_tenants;
 	struct uid_counts uids;	/* executors held per user */
@@ -42,7 +43,6 @@ void executor_line_set_limits(struct executor_line *l, uint32_t bound, uint32_t 
 	l->bound = bound ? bound : 1;
 	l->shared = shared;
 }
-
 
 bool executor_line_empty(const struct executor_line *l)
 {
@@ -98,7 +98,26 @@ struct executor_line_item *executor_line_take(struct executor_line *l, bool boun
 	it->uid_counted = u != NULL;
 	if (u)
 		(*u)++;
+	/* Below the room and every owner below the bound, whatever could go still can. */
+	bool tenant_full = it->tenant < l->max_tenants && l->tenant_held[it->tenant] >= l->bound;
+	if (l->head && (l->held >= l->shared || tenant_full || (u && *u >= l->bound)))
+		l->tightened = true;
 	return it;
+}
+
+bool executor_line_tightened(struct executor_line *l)
+{
+	bool was = l->tightened;
+	l->tightened = false;
+	return was;
+}
+
+void executor_line_each_waiting(struct executor_line *l,
+				void (*fn)(struct executor_line_item *it, void *arg), void *arg)
+{
+	for (struct executor_line_item *it = l->head; it; it = it->next)
+		if (!may_go(l, it))
+			fn(it, arg);
 }
 
 void executor_line_done(struct executor_line *l, const struct executor_line_item *it)

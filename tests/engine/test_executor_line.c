@@ -175,6 +175,79 @@ START_TEST(past_the_shared_room_only_owners_holding_none_go)
 }
 END_TEST
 
+static void collect(struct executor_line_item *it, void *arg)
+{
+	struct executor_line_item **next = arg;
+	for (; *next; next++)
+		;
+	*next = it;
+}
+
+/*
+ * Requests that could go when they came (no idle thread took them yet)
+ * and cannot once others were taken: the line says it tightened, and
+ * names them, oldest first; while nobody nears the room or a bound it
+ * says nothing.
+ */
+START_TEST(a_take_that_fills_the_room_names_who_waits_now)
+{
+	enum { SHARED = 4 };
+	struct executor_line *l = NULL;
+	ck_assert_int_eq(executor_line_new(TENANTS, BOUND, SHARED, &l), 0);
+	struct executor_line_item a[3], b[2], c = {.tenant = 3, .uid = 1002};
+	for (int i = 0; i < 3; i++) {
+		a[i] = (struct executor_line_item){.tenant = 1, .uid = 1000};
+		ck_assert(!executor_line_push(l, &a[i]));
+	}
+	for (int i = 0; i < 2; i++) {
+		b[i] = (struct executor_line_item){.tenant = 2, .uid = 1001};
+		ck_assert(!executor_line_push(l, &b[i]));
+	}
+	ck_assert_ptr_eq(executor_line_take(l, true), &a[0]);
+	ck_assert_ptr_eq(executor_line_take(l, true), &a[1]);
+	ck_assert(!executor_line_tightened(l)); /* 2 of 4 held, nobody at its bound */
+	ck_assert_ptr_eq(executor_line_take(l, true), &a[2]);
+	ck_assert(!executor_line_tightened(l));
+	ck_assert(!executor_line_push(l, &c)); /* nobody holds its user or tenant any */
+	ck_assert_ptr_eq(executor_line_take(l, true), &b[0]); /* 4 held: the room is full */
+	ck_assert(executor_line_tightened(l));
+	ck_assert(!executor_line_tightened(l)); /* once */
+	struct executor_line_item *waiting[4] = {NULL};
+	executor_line_each_waiting(l, collect, waiting);
+	ck_assert_ptr_eq(waiting[0], &b[1]); /* its tenant holds one */
+	ck_assert_ptr_null(waiting[1]);      /* c holds none: it may still go */
+	ck_assert_ptr_eq(executor_line_take(l, true), &c);
+	ck_assert(executor_line_tightened(l));
+	ck_assert_ptr_null(executor_line_take(l, true));
+	ck_assert_ptr_eq(executor_line_take(l, false), &b[1]);
+	/* An empty line has nobody to name. */
+	ck_assert(!executor_line_tightened(l));
+	executor_line_free(l);
+}
+END_TEST
+
+/* A tenant reaching its bound leaves its next request in the line waiting. */
+START_TEST(a_take_to_the_bound_names_the_owners_next)
+{
+	struct executor_line *l = line_of(2);
+	struct executor_line_item a[3], other = {.tenant = 2, .uid = 1001};
+	for (int i = 0; i < 3; i++) {
+		a[i] = (struct executor_line_item){.tenant = 1, .uid = 1000};
+		executor_line_push(l, &a[i]);
+	}
+	executor_line_push(l, &other);
+	ck_assert_ptr_eq(executor_line_take(l, true), &a[0]);
+	ck_assert(!executor_line_tightened(l));
+	ck_assert_ptr_eq(executor_line_take(l, true), &a[1]);
+	ck_assert(executor_line_tightened(l));
+	struct executor_line_item *waiting[4] = {NULL};
+	executor_line_each_waiting(l, collect, waiting);
+	ck_assert_ptr_eq(waiting[0], &a[2]);
+	ck_assert_ptr_null(waiting[1]);
+	executor_line_free(l);
+}
+END_TEST
+
 static Suite *executor_line_suite(void)
 {
 	Suite *s = suite_create("executor_line");
@@ -184,6 +257,8 @@ static Suite *executor_line_suite(void)
 	tcase_add_test(tc, a_tenant_holds_at_most_the_bound_and_root_is_bounded_per_tenant);
 	tcase_add_test(tc, users_leave_and_others_keep_their_counts);
 	tcase_add_test(tc, past_the_shared_room_only_owners_holding_none_go);
+	tcase_add_test(tc, a_take_that_fills_the_room_names_who_waits_now);
+	tcase_add_test(tc, a_take_to_the_bound_names_the_owners_next);
 	suite_add_tcase(s, tc);
 	return s;
 }
