@@ -27,6 +27,7 @@ struct stats {
 	atomic_uint watch_timeout_s;
 	atomic_uint reserved;
 	atomic_uint hung;
+	atomic_uint executors;
 	pthread_mutex_t settings_lock; /* rare: a mount's and a reload's, and stat's reads */
 	struct stats_settings settings;
 	struct stats_tenant tenants[];
@@ -209,6 +210,16 @@ void stats_publish_hung(struct stats *s, uint32_t hung)
 uint32_t stats_read_hung(const struct stats *s)
 {
 	return atomic_load_explicit(&((struct stats *)s)->hung, memory_order_relaxed);
+}
+
+void stats_publish_executors(struct stats *s, uint32_t executors)
+{
+	atomic_store_explicit(&s->executors, executors, memory_order_relaxed);
+}
+
+uint32_t stats_read_executors(const struct stats *s)
+{
+	return atomic_load_explicit(&((struct stats *)s)->executors, memory_order_relaxed);
 }
 
 void stats_read_global(const struct stats *s, uint64_t *peak_rate_bytes_per_s, uint32_t *inflight,

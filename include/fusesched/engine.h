@@ -65,6 +65,14 @@ struct engine_params {
 	 */
 	uint32_t max_inline_meta;
 	/*
+	 * An executor idle this long ends while more are running than the
+	 * depth and the requests hung now want (10 s): a store that hung for
+	 * hundreds of owners had started as many threads, and they stayed for
+	 * good after it came back, each a task against the service's pids
+	 * limit, a kernel stack and some 20 KiB of the daemon's memory.
+	 */
+	uint64_t executor_idle_ns;
+	/*
 	 * While the scheduler has nothing queued, in flight or timed, one FUSE
 	 * worker at a time runs its read, write, fsync or fdatasync itself
 	 * (counted in stats and in the scheduler's view of its tenant): true.
@@ -151,6 +159,8 @@ struct datapath *engine_datapath(struct engine *e);
  * tenants' requests may take it past max (engine.c, size_kernel_queue). */
 #define ENGINE_KERNEL_QUEUE_LIMIT_MAX 65535u
 #define ENGINE_MAX_TRANSFER_BYTES (1u << 20)  /* fs.h's FS_READ_MAX_BYTES; max_write is at most that */
+/* Executor threads running now (started, not yet ended idle). */
+uint32_t engine_executors(const struct engine *e);
 uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t min_requests, uint32_t max);
 
 /*

@@ -65,6 +65,9 @@ void stats_read_tenant(const struct stats *s, uint32_t tenant, struct stats_tena
 /* Of the requests in flight, those taken to be hung at the store (sched_hung). */
 void stats_publish_hung(struct stats *s, uint32_t hung);
 uint32_t stats_read_hung(const struct stats *s);
+/* Executor threads running (engine_executors): more while requests hang. */
+void stats_publish_executors(struct stats *s, uint32_t executors);
+uint32_t stats_read_executors(const struct stats *s);
 
 void stats_read_global(const struct stats *s, uint64_t *peak_rate_bytes_per_s, uint32_t *inflight,
 		       uint32_t *max_inflight, uint32_t *reserved);

@@ -481,9 +481,10 @@ static void print_table(FILE *out, struct json_object *m, const struct col *sort
 	bool model = cost_text(cost[0], sizeof(cost[0]), m, "read_cost", "read");
 	model |= cost_text(cost[1], sizeof(cost[1]), m, "write_cost", "write");
 	model |= cost_text(cost[2], sizeof(cost[2]), m, "dsync_cost", "dsync");
-	char hung[40] = "";
+	char hung[64] = "";
 	if (u64(m, "hung"))
-		snprintf(hung, sizeof(hung), ", %" PRIu64 " hung", u64(m, "hung"));
+		snprintf(hung, sizeof(hung), ", %" PRIu64 " hung, %" PRIu64 " executors", u64(m, "hung"),
+			 u64(m, "executors"));
 	fprintf(out, "mount %s  backing %s  policy %s  in flight %" PRIu64 "/%" PRIu64
 		" (%" PRIu64 " kept%s)  kernel queue %" PRIu64 "  peak %s/s  uptime %s%s%s%s%s%s%s\n",
 		str(m, "mount"), str(m, "backing"), str(m, "policy"), u64(m, "inflight"),
@@ -573,6 +574,7 @@ static const struct prom_metric METRICS[] = {
 	{"fusesched_max_inflight", "gauge", "Configured limit of requests at the backing store.", NULL, NULL, 1, "max_inflight"},
 	{"fusesched_reserved_slots", "gauge", "Dispatch slots kept free for tenants that went idle within the reserve window.", NULL, NULL, 1, "reserved_slots"},
 	{"fusesched_hung", "gauge", "Requests taken to be hung: at the backing store past the hung bound (16 times the longest recent request, 200 ms to 5 s), or waiting for an executor behind their owner's hung ones. They leave the depth to the other tenants.", NULL, NULL, 1, "hung"},
+	{"fusesched_executors", "gauge", "Threads running metadata, copies and large reads' answers: the depth's, and one more per request hung at the store; idle ones past that end after 10 s.", NULL, NULL, 1, "executors"},
 	{"fusesched_max_background", "gauge", "The kernel's limit on async requests sent to the daemon at once.", NULL, NULL, 1, "max_background"},
 	{"fusesched_peak_rate_bytes_per_second", "gauge", "Learned peak rate of the backing store.", NULL, NULL, 1, "peak_rate_bytes_per_s"},
 	{"fusesched_tenant_weight", "gauge", "Weight of the tenant.", "weight", NULL, 1, NULL},

@@ -619,6 +619,7 @@ static struct json_object *ctl_stat_reply(struct ctl_server *s, uint64_t now)
 	ctl_json_add_u64(o, "max_inflight", max_inflight);
 	ctl_json_add_u64(o, "reserved_slots", reserved);
 	ctl_json_add_u64(o, "hung", stats_read_hung(s->stats));
+	ctl_json_add_u64(o, "executors", stats_read_executors(s->stats));
 	ctl_json_add_u64(o, "max_background", stats_read_kernel_queue(s->stats));
 	ctl_json_add_u64(o, "watch_timeout_s", stats_read_watch_timeout(s->stats));
 	ctl_json_add_u64(o, "peak_rate_bytes_per_s", peak);

@@ -133,6 +133,14 @@ struct tenant_counts {
 };
 
 /* The reactor's view of one tenant. */
+/* An executor's place: slot 0's thread also trims buffers and never ends idle. */
+enum executor_state { EXECUTOR_FREE, EXECUTOR_RUNNING, EXECUTOR_ENDED };
+struct executor_slot {
+	struct engine *e;
+	pthread_t thread;
+	enum executor_state state;
+};
+
 struct engine {
 	struct datapath dp;        /* first: fs/ holds a pointer to it */
 	struct engine_params params;
@@ -180,12 +188,13 @@ struct engine {
 	 * (copy_file_range, metadata handed over), so that the reactor never
 	 * blocks on one. They take dispatched requests in order and finish them.
 	 */
-	pthread_t blocking_threads[EXECUTORS_MAX];
-	uint32_t blocking_started;
-	uint32_t hung_seen;            /* the most hung at once at the store, not in the line (follow_hung); on the reactor */
+	struct executor_slot executors[EXECUTORS_MAX]; /* under blocking_lock */
+	atomic_uint executors_alive;   /* slots RUNNING (written under blocking_lock) */
+	atomic_uint executors_kept;    /* what the depth and the hung now want: more end when idle */
+	uint32_t hung_now;             /* hung at the store now, not in the line (follow_hung); on the reactor */
+	uint32_t hung_seen;            /* the most of them at once: io-wq's limit only rises */
 	atomic_uint held_back;         /* of them, waiting in the executors' line (written under blocking_lock) */
 	atomic_bool line_tightened;    /* a take may have left dispatched requests in the line unable to go */
-	uint32_t executors_running;    /* under blocking_lock: the first one also trims buffers */
 	pthread_mutex_t blocking_lock;
 	pthread_cond_t blocking_work;
 	struct executor_line *line;    /* under blocking_lock: what waits for an executor */
@@ -220,6 +229,7 @@ void engine_params_default(struct engine_params *p)
 	p->buffer_arena_bytes = 64u << 20;
 	p->max_held_writes = 16;
 	p->max_inline_meta = 32;
+	p->executor_idle_ns = 10000000000u;
 	p->solo_requests = true;
 	p->busy_poll_ns = 200000u;
 }
@@ -975,34 +985,49 @@ static void trim_if_due(struct engine *e, uint64_t *next_trim_ns)
 	pthread_mutex_lock(&e->blocking_lock);
 }
 
-static void wait_for_blocking_work(struct engine *e, bool trims, uint64_t *next_trim_ns)
+/*
+ * Waits for work under blocking_lock; slot 0 wakes to trim buffers each
+ * TRIM_EVERY_NS. False when the thread has been idle executor_idle_ns and
+ * more are running than are kept: it ends. Kept, its idle time starts
+ * again (a deadline left in the past would make the wait spin).
+ */
+static bool wait_for_blocking_work(struct engine *e, struct executor_slot *me, uint64_t *idle_since_ns,
+				   uint64_t *next_trim_ns)
 {
-	if (!trims) {
-		pthread_cond_wait(&e->blocking_work, &e->blocking_lock);
-		return;
-	}
-	uint64_t at = *next_trim_ns;
+	bool trims = me == &e->executors[0];
+	uint64_t at = trims ? *next_trim_ns : *idle_since_ns + e->params.executor_idle_ns;
 	struct timespec until = {.tv_sec = (time_t)(at / 1000000000u), .tv_nsec = (long)(at % 1000000000u)};
 	pthread_cond_timedwait(&e->blocking_work, &e->blocking_lock, &until);
-	trim_if_due(e, next_trim_ns);
+	if (trims) {
+		trim_if_due(e, next_trim_ns);
+		return true;
+	}
+	uint64_t now = clock_now_ns();
+	if (now < at)
+		return true;
+	if (atomic_load_explicit(&e->executors_alive, memory_order_relaxed) >
+	    atomic_load_explicit(&e->executors_kept, memory_order_relaxed))
+		return false;
+	*idle_since_ns = now;
+	return true;
 }
 
 static void *blocking_main(void *arg)
 {
-	struct engine *e = arg;
+	struct executor_slot *me = arg;
+	struct engine *e = me->e;
 	(void)pthread_setname_np(pthread_self(), ENGINE_EXECUTOR_THREAD);
 	pthread_mutex_lock(&e->blocking_lock);
-	bool trims = e->executors_running++ == 0;
 	uint64_t next_trim_ns = clock_now_ns() + TRIM_EVERY_NS;
 	for (;;) {
 		struct executor_line_item *it;
+		uint64_t idle_since_ns = clock_now_ns();
+		bool stays = true;
 		/* Stopping, the line drains whatever its bounds. */
-		while (!(it = executor_line_take(e->line, !e->blocking_stop)) && !e->blocking_stop)
-			wait_for_blocking_work(e, trims, &next_trim_ns);
-		if (trims)
-			trim_if_due(e, &next_trim_ns);
+		while (!(it = executor_line_take(e->line, !e->blocking_stop)) && !e->blocking_stop && stays)
+			stays = wait_for_blocking_work(e, me, &idle_since_ns, &next_trim_ns);
 		if (!it)
-			break; /* stopping, and nothing left */
+			break; /* stopping and nothing left, or idle and not wanted */
 		struct engine_req *er = (struct engine_req *)((char *)it - offsetof(struct engine_req, line));
 		struct executor_line_item held = *it; /* er is gone once finished */
 		if (er->held_back) {
@@ -1026,23 +1051,28 @@ static void *blocking_main(void *arg)
 		pthread_mutex_lock(&e->blocking_lock);
 		executor_line_done(e->line, &held);
 	}
+	/* Joined by whoever next starts one in this slot, or by the stop. */
+	me->state = EXECUTOR_ENDED;
+	atomic_fetch_sub_explicit(&e->executors_alive, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&e->blocking_lock);
 	return NULL;
 }
 
 /*
  * Requests the scheduler took to be hung (sched.c) keep their executor or
- * io-wq worker while the others get their slots back: as many more of each.
+ * io-wq worker while the others get their slots back: as many more of
+ * each. io-wq's limit follows the most hung at once (its idle workers end
+ * by themselves); the executors follow those hung now.
  */
 static uint32_t depth_with_hung(const struct engine *e)
 {
 	return e->params.sched.max_inflight + e->hung_seen;
 }
 
-/* max_inflight and the hung requests within EXECUTORS_MIN..EXECUTORS_MAX. */
+/* max_inflight and the requests hung now within EXECUTORS_MIN..EXECUTORS_MAX. */
 static uint32_t executors_wanted(const struct engine *e)
 {
-	uint32_t n = depth_with_hung(e);
+	uint32_t n = e->params.sched.max_inflight + e->hung_now;
 	return n < EXECUTORS_MIN ? EXECUTORS_MIN : n > EXECUTORS_MAX ? EXECUTORS_MAX : n;
 }
 
@@ -1064,16 +1094,35 @@ static uint32_t executors_shared(uint32_t max_inflight)
 	return EXECUTORS_SHARED - (max_inflight < EXECUTORS_SHARED / 2 ? max_inflight : EXECUTORS_SHARED / 2);
 }
 
-/* Up to executors_wanted; 0 or the error of the first that did not start.
- * On the reactor once it runs (apply_reload), before that engine_start. */
+/* Up to executors_wanted running; 0 or the error of the first that did not
+ * start. On the reactor once it runs, before that engine_start. */
 static int start_executors(struct engine *e)
 {
-	for (uint32_t want = executors_wanted(e); e->blocking_started < want; e->blocking_started++) {
-		int r = pthread_create(&e->blocking_threads[e->blocking_started], NULL, blocking_main, e);
-		if (r)
-			return r;
+	uint32_t want = executors_wanted(e);
+	atomic_store_explicit(&e->executors_kept, want, memory_order_relaxed);
+	if (atomic_load_explicit(&e->executors_alive, memory_order_relaxed) >= want)
+		return 0;
+	int r = 0;
+	pthread_mutex_lock(&e->blocking_lock);
+	for (uint32_t i = 0; i < EXECUTORS_MAX && !r &&
+			     atomic_load_explicit(&e->executors_alive, memory_order_relaxed) < want;
+	     i++) {
+		struct executor_slot *slot = &e->executors[i];
+		if (slot->state == EXECUTOR_RUNNING)
+			continue;
+		if (slot->state == EXECUTOR_ENDED)
+			pthread_join(slot->thread, NULL); /* past its last use of the lock */
+		slot->e = e;
+		slot->state = EXECUTOR_RUNNING;
+		atomic_fetch_add_explicit(&e->executors_alive, 1, memory_order_relaxed);
+		r = pthread_create(&slot->thread, NULL, blocking_main, slot);
+		if (r) {
+			slot->state = EXECUTOR_FREE;
+			atomic_fetch_sub_explicit(&e->executors_alive, 1, memory_order_relaxed);
+		}
 	}
-	return 0;
+	pthread_mutex_unlock(&e->blocking_lock);
+	return r;
 }
 
 /*
@@ -1467,14 +1516,14 @@ static void size_ring_workers(struct engine *e)
 			 strerror(-r));
 }
 
-/* On the reactor: io-wq workers and executors for the depth and the hung requests. */
-static void grow_workers(struct engine *e)
+/* On the reactor: executors for the depth and the requests hung now. */
+static void grow_executors(struct engine *e)
 {
-	size_ring_workers(e);
 	int r = start_executors(e);
 	if (r)
-		fuse_log(FUSE_LOG_WARNING, "fusesched: %u executors of %u started: %s\n",
-			 e->blocking_started, executors_wanted(e), strerror(r));
+		fuse_log(FUSE_LOG_WARNING, "fusesched: %u executors of %u running: %s\n",
+			 atomic_load_explicit(&e->executors_alive, memory_order_relaxed),
+			 executors_wanted(e), strerror(r));
 }
 
 /* On the reactor, after dispatching: workers for the requests hung at the store
@@ -1483,10 +1532,14 @@ static void follow_hung(struct engine *e)
 {
 	uint32_t hung = sched_hung(e->sched), waiting = atomic_load_explicit(&e->held_back, memory_order_relaxed);
 	hung = hung > waiting ? hung - waiting : 0;
-	if (hung <= e->hung_seen)
-		return; /* started threads stay; the io-wq limit only rises */
-	e->hung_seen = hung;
-	grow_workers(e);
+	if (hung == e->hung_now)
+		return;
+	e->hung_now = hung;
+	if (hung > e->hung_seen) {
+		e->hung_seen = hung;
+		size_ring_workers(e);
+	}
+	grow_executors(e); /* or, fewer hung, lets the idle ones end */
 }
 
 /* On the reactor: settings reloaded since the last round, applied and published. */
@@ -1514,7 +1567,8 @@ static void apply_reload(struct engine *e)
 	executor_line_set_limits(e->line, executor_bound(p.sched.max_inflight),
 				 executors_shared(p.sched.max_inflight));
 	pthread_mutex_unlock(&e->blocking_lock);
-	grow_workers(e);
+	size_ring_workers(e);
+	grow_executors(e);
 	if (!e->wait_by_poll)
 		e->params.busy_poll_ns = p.busy_poll_ns;
 	publish_settings(e);
@@ -1560,6 +1614,7 @@ static void publish_stats(struct engine *e, uint64_t now)
 	stats_publish_global(e->stats, sched_peak_rate(e->sched), sched_inflight(e->sched),
 			     sched_max_inflight(e->sched), sched_reserved_slots(e->sched, now));
 	stats_publish_hung(e->stats, sched_hung(e->sched));
+	stats_publish_executors(e->stats, engine_executors(e));
 }
 
 static void close_solo(struct engine *e)
@@ -1901,11 +1956,21 @@ static void blocking_stop(struct engine *e)
 	pthread_mutex_lock(&e->blocking_lock);
 	e->blocking_stop = true;
 	pthread_cond_broadcast(&e->blocking_work);
+	for (uint32_t i = 0; i < EXECUTORS_MAX; i++) {
+		struct executor_slot *slot = &e->executors[i];
+		if (slot->state == EXECUTOR_FREE)
+			continue;
+		pthread_mutex_unlock(&e->blocking_lock); /* a running one ends under it */
+		pthread_join(slot->thread, NULL);
+		pthread_mutex_lock(&e->blocking_lock);
+		slot->state = EXECUTOR_FREE;
+	}
 	pthread_mutex_unlock(&e->blocking_lock);
-	for (uint32_t i = 0; i < e->blocking_started; i++)
-		pthread_join(e->blocking_threads[i], NULL);
-	e->blocking_started = 0;
-	e->executors_running = 0;
+}
+
+uint32_t engine_executors(const struct engine *e)
+{
+	return atomic_load_explicit(&((struct engine *)e)->executors_alive, memory_order_relaxed);
 }
 
 int engine_start(struct engine *e)

@@ -563,7 +563,7 @@ static const struct {
 	{"budget_timeout_ms", json_type_int}, {"busy_poll_us", json_type_int},
 	{"reserve_ms", json_type_int}, {"inflight", json_type_int},
 	{"max_inflight", json_type_int}, {"reserved_slots", json_type_int}, {"hung", json_type_int},
-	{"max_background", json_type_int},
+	{"executors", json_type_int}, {"max_background", json_type_int},
 	{"peak_rate_bytes_per_s", json_type_int},
 	{"uptime_s", json_type_double}, {"interval_s", json_type_double}, {"tenants", json_type_array},
 }, TENANT_FIELDS[] = {

@@ -363,8 +363,9 @@ START_TEST(header_names_hung_requests_when_there_are_some)
 	ck_assert_msg(strstr(text, "in flight 3/32 (1 kept)  "), "%s", text);
 	free(text);
 	json_object_object_add(mount, "hung", json_object_new_int(2));
+	json_object_object_add(mount, "executors", json_object_new_int(34));
 	text = table(mount, NULL);
-	ck_assert_msg(strstr(text, "in flight 3/32 (1 kept, 2 hung)  "), "%s", text);
+	ck_assert_msg(strstr(text, "in flight 3/32 (1 kept, 2 hung, 34 executors)  "), "%s", text);
 	free(text);
 	json_object_put(mount);
 }

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +140,8 @@ static int64_t report_kernel_waiting(void *arg)
 static uint32_t dsync_model_iops;
 /* Where set, the engine is mounted with this max_inflight. */
 static uint32_t mount_max_inflight;
+/* 0: the default executor_idle_ns */
+static uint64_t executor_idle_ns;
 
 static void engine_up_sized(bool solo, uint32_t max_held_writes, bool kernel_queue_sized)
 {
@@ -155,6 +158,8 @@ static void engine_up_sized(bool solo, uint32_t max_held_writes, bool kernel_que
 	p.max_held_writes = max_held_writes;
 	if (mount_max_inflight)
 		p.sched.max_inflight = mount_max_inflight;
+	if (executor_idle_ns)
+		p.executor_idle_ns = executor_idle_ns;
 	if (dsync_model_iops) {
 		p.sched.model_iops[SCHED_COST_DSYNC] = dsync_model_iops;
 		p.sched.model_bytes_per_s[SCHED_COST_DSYNC] = 1000000000ull;
@@ -975,6 +980,81 @@ START_TEST(metadata_handed_over_runs_once_on_an_executor)
 }
 END_TEST
 
+static sem_t meta_gate;
+static atomic_int meta_gated;
+
+static void gated_meta_run(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&meta_gated, 1);
+	while (sem_wait(&meta_gate) != 0)
+		;
+}
+
+/*
+ * Metadata that hangs at its store holds its executor, and the engine
+ * starts more for the others as the scheduler takes such requests for
+ * hung; once the store comes back, the executors started for them end
+ * when idle, down to what the depth wants, and new requests still run.
+ */
+START_TEST(executors_started_for_hung_metadata_end_when_idle)
+{
+	executor_idle_ns = 100000000u;
+	engine_up(true, 16);
+	executor_idle_ns = 0;
+	ck_assert_int_eq(sem_init(&meta_gate, 0, 0), 0);
+	atomic_store(&meta_runs, 0);
+	atomic_store(&meta_gated, 0);
+	meta_submitter = pthread_self();
+	/* One that completes, so that the hung bound is learned (200 ms), not 5 s. */
+	struct datapath_req quick = {.op = DATAPATH_META, .meta_run = count_meta_run};
+	dp->submit(dp, &quick);
+	for (int i = 0; i < ANSWER_WAIT_MS && atomic_load(&meta_runs) < 1; i++)
+		usleep(1000);
+	uint32_t depth = engine_executors(engine);
+	ck_assert_uint_ge(depth, 2);
+	/* More than the depth, fewer than one tenant's bound of executors (64). */
+	enum { GATED = 56 };
+	for (int i = 0; i < GATED; i++) {
+		struct datapath_req r = {.op = DATAPATH_META, .meta_run = gated_meta_run};
+		dp->submit(dp, &r);
+	}
+	for (int i = 0; i < ANSWER_WAIT_MS && atomic_load(&meta_gated) < GATED; i++)
+		usleep(1000);
+	uint32_t during = engine_executors(engine);
+	fprintf(stderr, "engine_unit: %u executors for the depth, %u with %d requests hung\n", depth,
+		during, atomic_load(&meta_gated));
+	ck_assert_int_eq(atomic_load(&meta_gated), GATED);
+	ck_assert_uint_ge(during, GATED);
+	for (int i = 0; i < GATED; i++)
+		sem_post(&meta_gate);
+	for (int i = 0; i < ANSWER_WAIT_MS && engine_executors(engine) > depth; i++)
+		usleep(1000);
+	uint32_t after = engine_executors(engine);
+	fprintf(stderr, "engine_unit: %u executors once the store came back\n", after);
+	ck_assert_uint_eq(after, depth);
+	/* Those kept wait again, past their idle time too, without spinning:
+	 * 32 threads spinning would take both CPUs' 0.5 s. */
+	struct timespec cpu0, cpu1;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu0);
+	usleep(500000);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu1);
+	double idle_cpu_s = (double)(cpu1.tv_sec - cpu0.tv_sec) + (cpu1.tv_nsec - cpu0.tv_nsec) / 1e9;
+	fprintf(stderr, "engine_unit: %.3f s of CPU in 0.5 s idle\n", idle_cpu_s);
+	ck_assert_double_lt(idle_cpu_s, 0.1);
+	atomic_store(&meta_runs, 0);
+	for (int i = 0; i < GATED; i++) {
+		struct datapath_req r = {.op = DATAPATH_META, .meta_run = count_meta_run};
+		dp->submit(dp, &r);
+	}
+	for (int i = 0; i < ANSWER_WAIT_MS && atomic_load(&meta_runs) < GATED; i++)
+		usleep(1000);
+	ck_assert_int_eq(atomic_load(&meta_runs), GATED);
+	engine_down();
+	sem_destroy(&meta_gate);
+}
+END_TEST
+
 /*
  * However alone its tenant, no more metadata runs at once in workers than
  * max_inline_meta (32), the kernel's own included: past it, meta_now says
@@ -1031,6 +1111,7 @@ static Suite *engine_unit_suite(void)
 	tcase_add_test(tc, a_reload_past_the_mounted_depth_takes_effect);
 	tcase_add_test(tc, a_depth_past_the_ring_loses_nothing);
 	tcase_add_test(tc, metadata_handed_over_runs_once_on_an_executor);
+	tcase_add_test(tc, executors_started_for_hung_metadata_end_when_idle);
 	suite_add_tcase(s, tc);
 	return s;
 }

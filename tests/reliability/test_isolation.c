@@ -1196,12 +1196,13 @@ static void hung_stats_in_child_tenants(int children, int per_child, uid_t uid)
 		n, tenants, (int)uid, (long long)held, (long long)hung);
 
 	int status = -1, still_blocked = 0;
+	int64_t executors = stat_mount_number(&m, "executors");
 	bool reaped = victim_beside_blocked_stats(small, marker, stats, n, &status, &still_blocked);
 	free(stats);
 	stop_fio(fio);
 	test_stalling_store_down(stalling, eiofs);
-	fprintf(stderr, "isolation: beside them the victim %s, %d still blocked\n",
-		reaped ? "finished" : "did not finish", still_blocked);
+	fprintf(stderr, "isolation: beside them (%lld executors) the victim %s, %d still blocked\n",
+		(long long)executors, reaped ? "finished" : "did not finish", still_blocked);
 	ck_assert_int_ge(tenants, children - rowless);
 	ck_assert_int_ge(held, HUNG_CHILDREN_HELD);
 	ck_assert_int_ge(hung, HUNG_CHILDREN_HELD);
