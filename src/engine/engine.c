@@ -132,7 +132,6 @@ struct tenant_counts {
 	_Atomic uint64_t last_inline_ns; /* when its unscheduled requests last ran */
 };
 
-/* The reactor's view of one tenant. */
 /* An executor's place: slot 0's thread also trims buffers and never ends idle. */
 enum executor_state { EXECUTOR_FREE, EXECUTOR_RUNNING, EXECUTOR_ENDED };
 struct executor_slot {

@@ -29,6 +29,8 @@
 
 #define ATTACKER_UID 2001
 #define VICTIM_UID 2002
+/* Further users beside the attacker: these and the next few. */
+#define OTHER_USERS_UID 3001
 /* The victim's probes: each a stat of a missing name and a read of a 4 KiB file. */
 #define VICTIM_PROBES 40
 /*
@@ -1152,15 +1154,17 @@ END_TEST
 
 /*
  * children child cgroups of the attacker's cgroup, each a tenant, with
- * per_child processes of uid each stat-ing a name on the hung store
- * (eiofs) beside 16 hung reads; the victim's opens, reads and stats must
- * complete while every one of the stats is still blocked.
+ * per_child processes each stat-ing a name on the hung store (eiofs)
+ * beside 16 hung reads; the victim's opens, reads and stats must complete
+ * while every one of the stats is still blocked. One user: uid makes the
+ * children in its delegated cgroup; several: child c is made by root and
+ * its processes are of uid + c % users.
  */
-static void hung_stats_in_child_tenants(int children, int per_child, uid_t uid)
+static void hung_stats_in_child_tenants(int children, int per_child, uid_t uid, int users)
 {
 	struct test_mount m;
 	mount_attacker_and_victim(&m, NULL);
-	if (uid)
+	if (uid && users == 1)
 		delegate_attacker_cgroup();
 	char source[400], stalling[400], marker[450], slow_dir[400], small[400];
 	pid_t fio = 0, eiofs = store_hung_by_readers(&m, source, stalling, marker, slow_dir, small, &fio);
@@ -1170,9 +1174,17 @@ static void hung_stats_in_child_tenants(int children, int per_child, uid_t uid)
 	for (int i = 0; i < n; i++) {
 		ck_assert_int_ge(stats[i] = fork(), 0);
 		if (stats[i] == 0) {
-			ctl_test_become(group_attacker, uid);
 			char child[128], procs[160], me[32], name[500];
 			snprintf(child, sizeof(child), "%s%s/c%d", CG_V2, group_attacker, i / per_child);
+			if (users > 1) {
+				if (mkdir(child, 0755) < 0 && errno != EEXIST)
+					_exit(2);
+				ctl_test_become(child + strlen(CG_V2), uid + (uid_t)(i / per_child % users));
+				struct stat st;
+				snprintf(name, sizeof(name), "%s/missing-%d", slow_dir, i);
+				_exit(stat(name, &st) == 0 || errno == ENOENT ? 0 : 1);
+			}
+			ctl_test_become(group_attacker, uid);
 			snprintf(procs, sizeof(procs), "%s/cgroup.procs", child);
 			snprintf(me, sizeof(me), "%d\n", (int)getpid());
 			if (mkdir(child, 0755) < 0 && errno != EEXIST)
@@ -1192,8 +1204,8 @@ static void hung_stats_in_child_tenants(int children, int per_child, uid_t uid)
 	/* and taken for hung, so that they hold their executors (or wait for one) */
 	CTL_TEST_POLL((tenants = tenants_below(m.mnt, group_attacker, &held)) >= children - rowless &&
 		      held >= HUNG_CHILDREN_HELD && (hung = stat_mount_number(&m, "hung")) >= HUNG_CHILDREN_HELD);
-	fprintf(stderr, "isolation: %d stat calls from %d child tenants of uid %d on the hung store: %lld held, %lld hung\n",
-		n, tenants, (int)uid, (long long)held, (long long)hung);
+	fprintf(stderr, "isolation: %d stat calls from %d child tenants of %d uid(s) from %d on the hung store: %lld held, %lld hung\n",
+		n, tenants, users, (int)uid, (long long)held, (long long)hung);
 
 	int status = -1, still_blocked = 0;
 	int64_t executors = stat_mount_number(&m, "executors");
@@ -1228,7 +1240,7 @@ static void hung_stats_in_child_tenants(int children, int per_child, uid_t uid)
  */
 START_TEST(metadata_hung_for_many_child_tenants_leaves_the_others_threads)
 {
-	hung_stats_in_child_tenants(HUNG_CHILDREN, HUNG_CHILD_STATS, ATTACKER_UID);
+	hung_stats_in_child_tenants(HUNG_CHILDREN, HUNG_CHILD_STATS, ATTACKER_UID, 1);
 }
 END_TEST
 
@@ -1244,7 +1256,22 @@ END_TEST
  */
 START_TEST(metadata_hung_for_many_root_tenants_leaves_the_others_threads)
 {
-	hung_stats_in_child_tenants(HUNG_ROOT_CHILDREN, HUNG_ROOT_CHILD_STATS, 0);
+	hung_stats_in_child_tenants(HUNG_ROOT_CHILDREN, HUNG_ROOT_CHILD_STATS, 0, 1);
+}
+END_TEST
+
+/*
+ * A network store hung for several users at once, each with its jobs in
+ * cgroups of their own: 8 users, 2 child cgroups each, 20 hung lookups in
+ * each cgroup. Every user is under its bound of 64, so they take
+ * executors until 224 are held; then only a tenant and user holding none
+ * gets one, and the victim's user holds none. With neither the room nor
+ * executors past 256 the users took all 256 and the victim's lookup never
+ * got one (not finished at 30 s); with them, 237-239 are running.
+ */
+START_TEST(metadata_hung_for_many_users_leaves_the_others_threads)
+{
+	hung_stats_in_child_tenants(HUNG_CHILDREN, HUNG_CHILD_STATS, OTHER_USERS_UID, 8);
 }
 END_TEST
 
@@ -1276,6 +1303,7 @@ int main(void)
 	tcase_add_test(tc, metadata_hung_for_one_tenant_leaves_the_others_workers);
 	tcase_add_test(tc, metadata_hung_for_many_child_tenants_leaves_the_others_threads);
 	tcase_add_test(tc, metadata_hung_for_many_root_tenants_leaves_the_others_threads);
+	tcase_add_test(tc, metadata_hung_for_many_users_leaves_the_others_threads);
 	tcase_add_test(tc, metadata_storm_is_queued_while_another_tenant_is_served);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
