@@ -305,6 +305,14 @@ void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns);
  * The caller fills r's first block as for sched_enqueue; r is not kept.
  */
 void sched_account(struct sched *s, struct sched_req *r, uint64_t store_ns, uint64_t now_ns);
+/*
+ * Work at the store that is no request of the scheduler's (metadata run at
+ * once in a worker) took store_ns, ended by now_ns: learned by the hung
+ * bound only, so that a daemon whose first scheduled requests hang takes
+ * them for hung by what its store has shown, not after the 5 s kept for a
+ * store it knows nothing of.
+ */
+void sched_note_store_time(struct sched *s, uint64_t store_ns, uint64_t now_ns);
 /* When sched_timer must run next, or SCHED_DEADLINE_NONE. */
 uint64_t sched_next_deadline(const struct sched *s);
 void sched_timer(struct sched *s, uint64_t now_ns);

@@ -399,7 +399,8 @@ void sched_req_start(struct sched *s, struct sched_queue *q, struct sched_req *r
  * (bfq's cap): otherwise a tenant given every slot, its requests hung,
  * kept every other tenant waiting until they returned. "Much longer" is
  * SCHED_HUNG_FACTOR times the longest completed time at the store (solo
- * requests' too, sched_account) over the last one to two windows, within
+ * requests' too, sched_account, and metadata run at once,
+ * sched_note_store_time) over the last one to two windows, within
  * SCHED_HUNG_MIN_NS..SCHED_HUNG_MAX_NS:
  * where requests take 100 us, the others wait 200 ms for a hung tenant's
  * slots, not 5 s; where they take seconds (the simulator's overloaded FUSE
@@ -531,9 +532,14 @@ void sched_complete(struct sched *s, struct sched_req *r, uint64_t now_ns)
 
 void sched_account(struct sched *s, struct sched_req *r, uint64_t store_ns, uint64_t now_ns)
 {
-	learn_hung_bound(s, store_ns, now_ns);
+	sched_note_store_time(s, store_ns, now_ns);
 	r->queue->stats.served_ops++;
 	r->queue->stats.served_bytes += r->bytes;
+}
+
+void sched_note_store_time(struct sched *s, uint64_t store_ns, uint64_t now_ns)
+{
+	learn_hung_bound(s, store_ns, now_ns);
 }
 
 uint64_t sched_next_deadline(const struct sched *s)

@@ -470,10 +470,14 @@ END_TEST
  * store serves rounds whose requests each take store_ns, then its next
  * requests never return and another tenant comes: that tenant's requests
  * are not dispatched before the bound, and are when it is reached. Its
- * rounds are run solo (sched_account) or through the scheduler.
+ * rounds are run through the scheduler, solo (sched_account), or are
+ * metadata run at once (sched_note_store_time).
  */
-static void hung_after(enum sched_policy policy, bool solo, uint64_t store_ns, uint64_t bound_ns)
+enum rounds_run { ROUNDS_SCHEDULED, ROUNDS_SOLO, ROUNDS_METADATA_AT_ONCE };
+
+static void hung_after(enum sched_policy policy, enum rounds_run how, uint64_t store_ns, uint64_t bound_ns)
 {
+	bool solo = how != ROUNDS_SCHEDULED;
 	enum { DEPTH = 4, ROUNDS = 20 };
 	struct sched *s = new_sched(policy, DEPTH);
 	struct sched_queue *stuck = queue(s, 1, 100), *other = queue(s, 2, 100);
@@ -490,7 +494,9 @@ static void hung_after(enum sched_policy policy, bool solo, uint64_t store_ns, u
 			ck_assert_ptr_eq(sched_dispatch(s, now), &served[i]);
 		now += store_ns;
 		for (int i = 0; i < DEPTH; i++) {
-			if (solo)
+			if (how == ROUNDS_METADATA_AT_ONCE)
+				sched_note_store_time(s, store_ns, now);
+			else if (solo)
 				sched_account(s, &served[i], store_ns, now);
 			else
 				sched_complete(s, &served[i], now);
@@ -528,10 +534,10 @@ static void hung_after(enum sched_policy policy, bool solo, uint64_t store_ns, u
 START_TEST(the_hung_bound_follows_the_stores_times)
 {
 	enum sched_policy policy = _i ? SCHED_POLICY_FIFO : SCHED_POLICY_BFQ;
-	for (int solo = 0; solo < 2; solo++) {
-		hung_after(policy, solo, 100 * US, 200 * MS);	 /* a fast store: the floor */
-		hung_after(policy, solo, 30 * MS, 480 * MS);	 /* 16 times its longest */
-		hung_after(policy, solo, 1000 * MS, 5000 * MS); /* a slow one: the ceiling */
+	for (enum rounds_run how = ROUNDS_SCHEDULED; how <= ROUNDS_METADATA_AT_ONCE; how++) {
+		hung_after(policy, how, 100 * US, 200 * MS);	/* a fast store: the floor */
+		hung_after(policy, how, 30 * MS, 480 * MS);	/* 16 times its longest */
+		hung_after(policy, how, 1000 * MS, 5000 * MS); /* a slow one: the ceiling */
 	}
 }
 END_TEST
