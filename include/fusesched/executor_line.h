@@ -53,9 +53,10 @@ void executor_line_set_limits(struct executor_line *l, uint32_t bound, uint32_t 
  * hung ones hold executors past the depth). */
 bool executor_line_push(struct executor_line *l, struct executor_line_item *it);
 /*
- * The oldest item that may go (above; any item when !bounded: a drain), out of the line and counted as held until
- * executor_line_done; NULL if none may go. Never fails: a user's count
- * that cannot be made (out of memory) is not bounded.
+ * The oldest item that may go (above; any item when !bounded: a drain),
+ * out of the line and counted as held until executor_line_done; NULL if
+ * none may go. Never fails: a user's count that cannot be made (out of
+ * memory) is not bounded.
  */
 struct executor_line_item *executor_line_take(struct executor_line *l, bool bounded);
 void executor_line_done(struct executor_line *l, const struct executor_line_item *it);

@@ -1133,21 +1133,28 @@ static int start_executors(struct engine *e)
 }
 
 /*
- * Into the executors' line. dispatched: the scheduler just let it go to
- * the store; then true when it waits behind its own tenant's or user's
- * hung requests (executor_line.h), counted in engine.held_back until taken.
+ * On the reactor, under blocking_lock: a dispatched request that waits in
+ * the line behind its own tenant's or user's hung requests
+ * (executor_line.h) waits on the store they wait on. Hung at once, it
+ * does not hold the depth from the others for the hung bound first (a
+ * victim's lookup beside 320 of one user's hung ones waited 1.2 s for a
+ * slot); counted in engine.held_back until taken.
  */
-static bool run_blocking(struct engine *e, struct engine_req *er, bool dispatched)
+static void hold_back(struct engine *e, struct engine_req *er)
+{
+	er->held_back = true;
+	atomic_fetch_add_explicit(&e->held_back, 1, memory_order_relaxed);
+	sched_hang(e->sched, &er->sched);
+}
+
+/* Into the executors' line. dispatched: the scheduler just let it go to the store. */
+static void run_blocking(struct engine *e, struct engine_req *er, bool dispatched)
 {
 	pthread_mutex_lock(&e->blocking_lock);
-	bool held_back = executor_line_push(e->line, &er->line) && dispatched;
-	if (held_back) {
-		er->held_back = true;
-		atomic_fetch_add_explicit(&e->held_back, 1, memory_order_relaxed);
-	}
+	if (executor_line_push(e->line, &er->line) && dispatched)
+		hold_back(e, er);
 	pthread_cond_signal(&e->blocking_work);
 	pthread_mutex_unlock(&e->blocking_lock);
-	return held_back;
 }
 
 /* A dispatched request in the line that may no longer go: hung, as if held back at its push. */
@@ -1157,9 +1164,7 @@ static void hold_back_waiting(struct executor_line_item *it, void *arg)
 	struct engine_req *er = (struct engine_req *)((char *)it - offsetof(struct engine_req, line));
 	if (er->held_back || !er->scheduled || er->op == DATAPATH_READ)
 		return; /* a read's answer was served by the store: not its to hang */
-	er->held_back = true;
-	atomic_fetch_add_explicit(&e->held_back, 1, memory_order_relaxed);
-	sched_hang(e->sched, &er->sched);
+	hold_back(e, er);
 }
 
 /*
@@ -1185,14 +1190,7 @@ static void hold_back_tightened(struct engine *e)
 static void issue(struct engine *e, struct engine_req *er)
 {
 	if (er->op == DATAPATH_COPY_RANGE || er->op == DATAPATH_META) {
-		/*
-		 * Held back, it waits on the store its own hung requests wait on:
-		 * hung at once, so it does not hold the depth from the others
-		 * for the hung bound first (a victim's lookup beside 320 of one
-		 * user's hung ones waited 1.2 s for a slot).
-		 */
-		if (run_blocking(e, er, true))
-			sched_hang(e->sched, &er->sched);
+		run_blocking(e, er, true);
 		return;
 	}
 	if (er->held_go) {
