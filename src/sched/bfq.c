@@ -455,7 +455,8 @@ static void bfq_detach(struct sched *s, struct sched_queue *q)
 /* Every queue back out of virtual time, the tree's active sums and every
  * list, shallow and out of service, as sched_queue_get made it; what was
  * learned of it (think time, cycles, injection limit, budget) is kept.
- * Nothing is in flight, so no queue is in a gap. */
+ * Nothing is in flight but hung requests, which policy_switch has made
+ * charged for nothing at dispatch. */
 static void bfq_leave(struct sched *s, struct sched_link *handed)
 {
 	struct sched_link *pos;
@@ -464,9 +465,8 @@ static void bfq_leave(struct sched *s, struct sched_link *handed)
 		sched_merge_by_arrival(handed, &q->reqs);
 		if (sched_list_linked(&q->sync_link))
 			sched_list_remove(&q->sync_link);
-		if (q->depth == QUEUE_AWAY)
-			sched_list_remove(&q->away_link);
-		q->depth = QUEUE_SHALLOW;
+		sched_deep_forget(s, q);
+		q->inflight_charged = 0;
 		sched_reserve_leave(s, q);
 		sched_wf2q_remove(&s->wq, &q->ent);
 		if (q->weighed) {

@@ -162,6 +162,13 @@ static void away_leave(struct sched *s, struct sched_queue *q, enum queue_depth 
 	sched_wf2q_remove(&s->wq, &q->ent);
 }
 
+void sched_deep_forget(struct sched *s, struct sched_queue *q)
+{
+	if (q->depth == QUEUE_AWAY)
+		sched_list_remove(&q->away_link);
+	deep_set(s, q, QUEUE_SHALLOW);
+}
+
 void sched_away_return(struct sched *s, struct sched_queue *q)
 {
 	away_leave(s, q, QUEUE_DEEP);

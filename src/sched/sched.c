@@ -115,16 +115,23 @@ void sched_merge_by_arrival(struct sched_link *into, struct sched_link *from)
 }
 
 /*
- * A reload's change of policy, once nothing is in flight (a request at the
- * store completes under the policy that sent it: each keeps its own
- * accounts of what it dispatched). The old policy hands its queued
- * requests over in arrival order and lets go of its state; the new one
- * takes them as arrivals, so each queue is counted again from none.
+ * A reload's change of policy, once nothing is in flight but hung requests
+ * (a request at the store completes under the policy that sent it: each
+ * keeps its own accounts of what it dispatched). Hung requests may never
+ * return, and waiting for them stopped every tenant's dispatch for as long
+ * as one tenant's store hung; they go over to the new policy as requests
+ * at the store that nobody was charged for at dispatch (charge_bytes 0),
+ * so whichever policy sees them return bills their whole time, as bfq
+ * would have. The old policy hands its queued requests over in arrival
+ * order and lets go of its state; the new one takes them as arrivals, so
+ * each queue is counted again from none.
  */
 static void policy_switch(struct sched *s, uint64_t now_ns)
 {
 	struct sched_link handed, *pos, *tmp;
 	sched_list_init(&handed);
+	sched_list_foreach(pos, &s->hung_reqs)
+		sched_list_entry(pos, struct sched_req, link)->charge_bytes = 0;
 	s->ops->leave(s, &handed);
 	s->ops = s->next_ops;
 	s->next_ops = NULL;
@@ -142,10 +149,11 @@ static void policy_switch(struct sched *s, uint64_t now_ns)
 		sched_queue_free_if_done(s, sched_list_entry(pos, struct sched_queue, all_link));
 }
 
-/* Due when a change of policy waits for nothing more. */
+/* Due when a change of policy waits for nothing more: only hung requests
+ * (if any) are at the store. */
 static bool switch_due(const struct sched *s)
 {
-	return s->next_ops && !s->inflight;
+	return s->next_ops && s->inflight == s->hung;
 }
 
 int sched_reload(struct sched *s, const struct sched_params *p)
@@ -452,12 +460,12 @@ void sched_hang(struct sched *s, struct sched_req *r)
 
 struct sched_req *sched_dispatch(struct sched *s, uint64_t now_ns)
 {
+	mark_hung(s, now_ns);
 	if (s->next_ops) {
-		if (s->inflight)
+		if (!switch_due(s))
 			return NULL;
 		policy_switch(s, now_ns);
 	}
-	mark_hung(s, now_ns);
 	if (sched_depth_held(s) >= sched_depth_now(s, now_ns))
 		return NULL;
 	return s->ops->dispatch(s, now_ns);

@@ -596,6 +596,9 @@ uint32_t sched_deep_claim(const struct sched *s, const struct sched_queue *q);
 bool sched_deep_under_share(const struct sched *s, const struct sched_queue *q);
 /* q ran empty at a completion: away if deep, else shallow again. */
 void sched_deep_emptied(struct sched *s, struct sched_queue *q, uint64_t now_ns);
+/* The policy leaves (a reload's change): q shallow, out of the away and
+ * gap lists, whatever it was. */
+void sched_deep_forget(struct sched *s, struct sched_queue *q);
 /* An away queue gets a request: it is back, still deep. */
 void sched_away_return(struct sched *s, struct sched_queue *q);
 /* The away windows that ended by now_ns. */

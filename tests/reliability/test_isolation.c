@@ -132,14 +132,19 @@ static void sweep_attacker_trees(void)
  * The attacker at weight 10, the victim at 100, a third cgroup at 500; no
  * pid cache. options: more mount options, or NULL.
  */
+static void attacker_and_victim_config(char *text, size_t text_bytes, const char *scheduler)
+{
+	snprintf(text, text_bytes,
+		 "[scheduler]\n%s\n[tenants]\ncache_ttl_ms = 0\n\n[group \"%s\"]\nweight = 10\n\n"
+		 "[group \"%s\"]\nweight = 100\n\n[group \"%s\"]\nweight = 500\n",
+		 scheduler ? scheduler : "", group_attacker, group_victim, group_configured);
+}
+
 static void mount_attacker_and_victim_with(struct test_mount *m, const char *options,
 					   const char *scheduler)
 {
 	char text[1024];
-	snprintf(text, sizeof(text),
-		 "[scheduler]\n%s\n[tenants]\ncache_ttl_ms = 0\n\n[group \"%s\"]\nweight = 10\n\n"
-		 "[group \"%s\"]\nweight = 100\n\n[group \"%s\"]\nweight = 500\n",
-		 scheduler ? scheduler : "", group_attacker, group_victim, group_configured);
+	attacker_and_victim_config(text, sizeof(text), scheduler);
 	test_write_file(config_path, text);
 	char opts[256];
 	snprintf(opts, sizeof(opts), "allow_other%s%s", options ? "," : "", options ? options : "");
@@ -800,6 +805,69 @@ static void victim_opens_reads_and_stats(const char *small)
 	_exit(0);
 }
 
+/* The victim's opens, reads and stats (victim_opens_reads_and_stats) in a
+ * forked child: whether they completed within HUNG_VICTIM_WAIT_S, all as
+ * on any filesystem. A victim that did not is killed and reaped later. */
+static bool victim_served(const char *small, pid_t *unreaped)
+{
+	pid_t victim = fork();
+	ck_assert_int_ge(victim, 0);
+	if (victim == 0)
+		victim_opens_reads_and_stats(small);
+	int status = -1;
+	pid_t reaped = wait_for_victim(victim, &status);
+	if (reaped != victim)
+		*unreaped = victim;
+	return reaped == victim && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/*
+ * A reload that changes the policy is taken once nothing is at the store
+ * but hung requests (sched.c, switch_due). It waited for every request
+ * there, so while one tenant's store hung a reload stopped every tenant's
+ * dispatch until that store came back. With the attacker's 16 readers
+ * hung at eiofs, the policy goes to fifo and back to bfq; after each, the
+ * victim's opens, reads and stats complete while the attacker's reads
+ * still hang.
+ */
+START_TEST(a_policy_reload_during_a_hang_leaves_the_others_served)
+{
+	struct test_mount m;
+	mount_attacker_and_victim(&m, NULL);
+	char source[400], stalling[400], marker[450], slow_dir[400], small[400];
+	pid_t fio = 0, eiofs = store_hung_by_readers(&m, source, stalling, marker, slow_dir, small, &fio);
+	bool served[2];
+	int64_t hung_after[2];
+	pid_t unreaped[2] = {0, 0};
+	const char *policies[2] = {"policy = fifo", "policy = bfq"};
+	for (int i = 0; i < 2; i++) {
+		char text[1024], *out = NULL;
+		attacker_and_victim_config(text, sizeof(text), policies[i]);
+		int rc = ctl_test_reload(m.mnt, config_path, text, &out);
+		ck_assert_msg(rc == 0, "reload to %s: %s", policies[i], out ? out : "");
+		free(out);
+		served[i] = victim_served(small, &unreaped[i]);
+		hung_after[i] = stat_mount_number(&m, "hung");
+		fprintf(stderr, "isolation: after a reload to %s during the hang the victim %s, %lld hung\n",
+			policies[i], served[i] ? "was served" : "was not served", (long long)hung_after[i]);
+		if (!served[i])
+			break;
+	}
+	unlink(marker);
+	for (int i = 0; i < 2; i++)
+		if (unreaped[i])
+			waitpid(unreaped[i], NULL, 0);
+	stop_fio(fio);
+	test_stalling_store_down(stalling, eiofs);
+	for (int i = 0; i < 2 && (i == 0 || served[0]); i++) {
+		ck_assert_msg(served[i], "after a reload to %s the victim was not served in %d s beside the hung store",
+			      policies[i], HUNG_VICTIM_WAIT_S);
+		ck_assert_int_gt(hung_after[i], 0); /* served while the attacker's reads still hung */
+	}
+	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+END_TEST
+
 /* The victim (victim_opens_reads_and_stats) run while the n processes in
  * stats are blocked on the hung store: whether it was reaped within
  * HUNG_VICTIM_WAIT_S (its status in *status), and how many of them were
@@ -1301,6 +1369,7 @@ int main(void)
 	tcase_add_test(tc, cgroup_spray_leaves_a_configured_cgroup_its_weight);
 	tcase_add_test(tc, a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue);
 	tcase_add_test(tc, metadata_hung_for_one_tenant_leaves_the_others_workers);
+	tcase_add_test(tc, a_policy_reload_during_a_hang_leaves_the_others_served);
 	tcase_add_test(tc, metadata_hung_for_many_child_tenants_leaves_the_others_threads);
 	tcase_add_test(tc, metadata_hung_for_many_root_tenants_leaves_the_others_threads);
 	tcase_add_test(tc, metadata_hung_for_many_users_leaves_the_others_threads);
