@@ -140,8 +140,11 @@ struct datapath *engine_datapath(struct engine *e);
  * requests of 1 MiB: a quarter of a second of copying on two cores). So
  * the limit is sized in bytes: ENGINE_KERNEL_QUEUE_BYTES over the mean
  * size of the reads and writes of the last second, but never below
- * min_requests (twice max_inflight: as many waiting as in flight) nor
- * above max; it starts as for the largest requests. Each second the
+ * min_requests (max_inflight: a deep tenant alone can fill the store) nor
+ * above max; it starts as for the largest requests. A 1 MiB direct-write
+ * flood's burst of 64 MiB left a prober's requests twice as long in the
+ * kernel's line as 32 MiB did, for 0.95 of the flood's rate; the room below
+ * gives deep tenants back what the scheduler must see of them. Each second the
  * engine adds room for the requests the scheduler held back of others
  * while a deep tenant waited for its own (sched_take_held_beside_deep), at
  * most ENGINE_KERNEL_QUEUE_HELD_BYTES of them: held, they stay outstanding
@@ -151,7 +154,7 @@ struct datapath *engine_datapath(struct engine *e);
  * ENGINE_KERNEL_QUEUE_HELD_BYTES of requests their size: those stay
  * outstanding for as long as the store hangs.
  */
-#define ENGINE_KERNEL_QUEUE_BYTES (64u << 20)
+#define ENGINE_KERNEL_QUEUE_BYTES (32u << 20)
 /* At most this much more room for requests the scheduler holds back while
  * a deep tenant waits for its own (engine.c, size_kernel_queue). */
 #define ENGINE_KERNEL_QUEUE_HELD_BYTES (192u << 20)

@@ -1362,7 +1362,7 @@ uint32_t engine_kernel_queue_limit(uint64_t mean_transfer_bytes, uint32_t min_re
 
 static uint32_t kernel_queue_min(const struct engine *e)
 {
-	return 2u * e->params.sched.max_inflight;
+	return e->params.sched.max_inflight;
 }
 
 /* The limit the mean size of this second's reads and writes asks for (engine.h). */

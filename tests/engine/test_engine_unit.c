@@ -444,16 +444,17 @@ START_TEST(owned_payloads_solo)
 }
 END_TEST
 
-/* The kernel's queue limit: 64 MiB of the mean request, within min..max. */
+/* The kernel's queue limit: 32 MiB of the mean request, within min..max. */
 START_TEST(kernel_queue_limit_in_bytes)
 {
-	ck_assert_uint_eq(engine_kernel_queue_limit(1u << 20, 0, 1024), 64);
-	ck_assert_uint_eq(engine_kernel_queue_limit(256u << 10, 0, 1024), 256);
+	ck_assert_uint_eq(engine_kernel_queue_limit(1u << 20, 0, 1024), 32);
+	ck_assert_uint_eq(engine_kernel_queue_limit(256u << 10, 0, 1024), 128);
+	ck_assert_uint_eq(engine_kernel_queue_limit(16u << 10, 0, 4096), 2048);
 	ck_assert_uint_eq(engine_kernel_queue_limit(4096, 0, 1024), 1024);
 	ck_assert_uint_eq(engine_kernel_queue_limit(0, 0, 1024), 1024);
 	ck_assert_uint_eq(engine_kernel_queue_limit(4096, 0, 64), 64);
 	ck_assert_uint_eq(engine_kernel_queue_limit(1ull << 40, 0, 1024), 1);
-	/* Never fewer than min (twice max_inflight), unless max says so. */
+	/* Never fewer than min (max_inflight), unless max says so. */
 	ck_assert_uint_eq(engine_kernel_queue_limit(1u << 20, 128, 1024), 128);
 	ck_assert_uint_eq(engine_kernel_queue_limit(1ull << 40, 64, 1024), 64);
 	ck_assert_uint_eq(engine_kernel_queue_limit(1u << 20, 128, 100), 100);
@@ -492,7 +493,7 @@ START_TEST(kernel_queue_rises_only_when_full)
 	atomic_store(&kernel_waiting, 2);
 	read_one_at_a_time(&f, 4096, 2500);
 	uint32_t kept = atomic_load(&kernel_limit);
-	ck_assert_uint_eq(kept, 0); /* never written: still the 64 given at INIT */
+	ck_assert_uint_eq(kept, 0); /* never written: still the 32 given at INIT */
 
 	atomic_store(&kernel_waiting, 120);
 	for (int i = 0; i < 5 && atomic_load(&kernel_limit) == 0; i++)
@@ -504,12 +505,12 @@ START_TEST(kernel_queue_rises_only_when_full)
 	/* A second that began with 4 KiB reads sizes for their mix first (few
 	 * 1 MiB reads fit in it on a loaded machine: 418 was seen); the next
 	 * of 1 MiB reads alone brings it down. */
-	for (int i = 0; i < 10 && atomic_load(&kernel_limit) > 128; i++)
+	for (int i = 0; i < 10 && atomic_load(&kernel_limit) > 64; i++)
 		read_one_at_a_time(&f, 1 << 20, 500);
 	uint32_t lowered = atomic_load(&kernel_limit);
-	/* 64 for 1 MiB alone; sized for half a MiB at least. */
-	ck_assert_uint_ge(lowered, 64);
-	ck_assert_uint_le(lowered, 128);
+	/* 32 for 1 MiB alone; sized for half a MiB at least. */
+	ck_assert_uint_ge(lowered, 32);
+	ck_assert_uint_le(lowered, 64);
 	forget_answers();
 	close_file(&f);
 	engine_down();
