@@ -927,93 +927,6 @@ START_TEST(reload_changes_policy_once_nothing_is_in_flight)
 }
 END_TEST
 
-/*
- * A reload's change of policy while a tenant's requests hang at the store:
- * it waits for the requests that are merely slow, not for hung ones (which
- * may never return), so the others are dispatched under the new policy
- * from the hung bound on, not when the store comes back. The hung requests
- * go over as requests at the store: a change back is taken at once, and
- * when they return under a third policy they are plain completions.
- */
-START_TEST(reload_changes_policy_beside_hung_requests)
-{
-	enum { DEPTH = 4 };
-	struct sched *s = new_sched(SCHED_POLICY_BFQ, DEPTH);
-	struct sched_queue *stuck = queue(s, 1, 100), *other = queue(s, 2, 100);
-	static struct sched_req hung[DEPTH], probe[4], after;
-	uint64_t now = 1 * MS;
-	for (int i = 0; i < DEPTH; i++) {
-		req_init(&hung[i], stuck, SCHED_OP_READ, 4096);
-		hung[i].sync = true;
-		sched_enqueue(s, &hung[i], now);
-	}
-	for (int i = 0; i < DEPTH; i++)
-		ck_assert_ptr_eq(sched_dispatch(s, now), &hung[i]);
-	now += 1 * MS;
-	for (int i = 0; i < 4; i++) {
-		req_init(&probe[i], other, SCHED_OP_READ, 4096);
-		probe[i].sync = true;
-	}
-	/* Under bfq the hung tenant's requests leave the depth to the other. */
-	sched_enqueue(s, &probe[0], now);
-	now = 1 * MS + 5000 * MS;
-	sched_timer(s, now);
-	ck_assert_uint_eq(sched_hung(s), DEPTH);
-	ck_assert_ptr_eq(sched_dispatch(s, now), &probe[0]);
-	sched_complete(s, &probe[0], now += 1 * MS);
-	ck_assert_int_eq(stuck->depth, QUEUE_IN_GAP); /* deep, out of service */
-
-	/* To fifo with only hung requests out: taken at once, bfq's lists
-	 * let go of the gapped queue. */
-	struct sched_params p = *sched_params_of(s);
-	p.policy = SCHED_POLICY_FIFO;
-	ck_assert_int_eq(sched_reload(s, &p), 0);
-	sched_enqueue(s, &probe[1], now += 1 * MS);
-	ck_assert_ptr_eq(sched_dispatch(s, now), &probe[1]);
-	ck_assert_int_eq(sched_params_of(s)->policy, SCHED_POLICY_FIFO);
-	ck_assert_int_eq(stuck->depth, QUEUE_SHALLOW);
-	ck_assert(sched_list_empty(&s->gap_queues));
-
-	/* Back to bfq with probe[1] at the store, slow but not hung: the
-	 * change waits for it, and only for it. */
-	p.policy = SCHED_POLICY_BFQ;
-	ck_assert_int_eq(sched_reload(s, &p), 0);
-	sched_enqueue(s, &probe[2], now += 1 * MS);
-	ck_assert_ptr_null(sched_dispatch(s, now));
-	ck_assert_uint_ne(sched_next_deadline(s), 0);
-	sched_complete(s, &probe[1], now += 1 * MS);
-	ck_assert_uint_eq(sched_next_deadline(s), 0); /* due at once */
-	ck_assert_ptr_eq(sched_dispatch(s, now), &probe[2]);
-	ck_assert_int_eq(sched_params_of(s)->policy, SCHED_POLICY_BFQ);
-	sched_complete(s, &probe[2], now += 1 * MS);
-	sched_enqueue(s, &probe[3], now += 1 * MS);
-	ck_assert_ptr_eq(sched_dispatch(s, now), &probe[3]);
-	sched_complete(s, &probe[3], now += 1 * MS);
-
-	/* The store comes back: plain completions under a third policy, no
-	 * charge at dispatch left owed, and the stuck tenant is served again. */
-	for (int i = 0; i < DEPTH; i++)
-		sched_complete(s, &hung[i], now);
-	ck_assert_uint_eq(sched_hung(s), 0);
-	ck_assert_uint_eq(sched_inflight(s), 0);
-	ck_assert_uint_eq(stuck->inflight_charged, 0);
-	ck_assert_uint_eq(other->inflight_charged, 0);
-	req_init(&after, stuck, SCHED_OP_READ, 4096);
-	after.sync = true;
-	sched_enqueue(s, &after, now += 1 * MS);
-	struct sched_req *r = NULL;
-	for (int tries = 0; !r && tries < 1000; tries++, now += 10 * MS) {
-		if (sched_next_deadline(s) <= now)
-			sched_timer(s, now);
-		r = sched_dispatch(s, now);
-	}
-	ck_assert_ptr_eq(r, &after);
-	sched_complete(s, r, now);
-	ck_assert_uint_eq(stuck->inflight_charged, 0);
-	sched_free(s);
-}
-END_TEST
-
 /* Asked for and asked back before it was taken up: nothing changes, and
  * dispatching goes on at once. */
 START_TEST(reload_policy_asked_back_is_no_change)
@@ -1048,6 +961,84 @@ static void enqueue_sync(struct sched *s, struct sched_req *r, struct sched_queu
 	r->sync = true;
 	sched_enqueue(s, r, now);
 }
+
+/*
+ * A reload's change of policy while a tenant's requests hang at the store:
+ * it waits for the requests that are merely slow, not for hung ones (which
+ * may never return), so the others are dispatched under the new policy
+ * from the hung bound on, not when the store comes back. The hung requests
+ * go over as requests at the store: a change back is taken at once, and
+ * when they return under a third policy they are plain completions.
+ */
+START_TEST(reload_changes_policy_beside_hung_requests)
+{
+	enum { DEPTH = 4 };
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, DEPTH);
+	struct sched_queue *stuck = queue(s, 1, 100), *other = queue(s, 2, 100);
+	static struct sched_req hung[DEPTH], probe[4], after;
+	uint64_t now = 1 * MS;
+	for (int i = 0; i < DEPTH; i++)
+		enqueue_sync(s, &hung[i], stuck, SCHED_OP_READ, 4096, now);
+	for (int i = 0; i < DEPTH; i++)
+		ck_assert_ptr_eq(sched_dispatch(s, now), &hung[i]);
+	now += 1 * MS;
+	/* Under bfq the hung tenant's requests leave the depth to the other. */
+	enqueue_sync(s, &probe[0], other, SCHED_OP_READ, 4096, now);
+	now = 1 * MS + 5000 * MS;
+	sched_timer(s, now);
+	ck_assert_uint_eq(sched_hung(s), DEPTH);
+	ck_assert_ptr_eq(sched_dispatch(s, now), &probe[0]);
+	sched_complete(s, &probe[0], now += 1 * MS);
+	ck_assert_int_eq(stuck->depth, QUEUE_IN_GAP); /* deep, out of service */
+
+	/* To fifo with only hung requests out: taken at once, bfq's lists
+	 * let go of the gapped queue. */
+	struct sched_params p = *sched_params_of(s);
+	p.policy = SCHED_POLICY_FIFO;
+	ck_assert_int_eq(sched_reload(s, &p), 0);
+	enqueue_sync(s, &probe[1], other, SCHED_OP_READ, 4096, now += 1 * MS);
+	ck_assert_ptr_eq(sched_dispatch(s, now), &probe[1]);
+	ck_assert_int_eq(sched_params_of(s)->policy, SCHED_POLICY_FIFO);
+	ck_assert_int_eq(stuck->depth, QUEUE_SHALLOW);
+	ck_assert(sched_list_empty(&s->gap_queues));
+
+	/* Back to bfq with probe[1] at the store, slow but not hung: the
+	 * change waits for it, and only for it. */
+	p.policy = SCHED_POLICY_BFQ;
+	ck_assert_int_eq(sched_reload(s, &p), 0);
+	enqueue_sync(s, &probe[2], other, SCHED_OP_READ, 4096, now += 1 * MS);
+	ck_assert_ptr_null(sched_dispatch(s, now));
+	ck_assert_uint_ne(sched_next_deadline(s), 0);
+	sched_complete(s, &probe[1], now += 1 * MS);
+	ck_assert_uint_eq(sched_next_deadline(s), 0); /* due at once */
+	ck_assert_ptr_eq(sched_dispatch(s, now), &probe[2]);
+	ck_assert_int_eq(sched_params_of(s)->policy, SCHED_POLICY_BFQ);
+	sched_complete(s, &probe[2], now += 1 * MS);
+	enqueue_sync(s, &probe[3], other, SCHED_OP_READ, 4096, now += 1 * MS);
+	ck_assert_ptr_eq(sched_dispatch(s, now), &probe[3]);
+	sched_complete(s, &probe[3], now += 1 * MS);
+
+	/* The store comes back: plain completions under a third policy, no
+	 * charge at dispatch left owed, and the stuck tenant is served again. */
+	for (int i = 0; i < DEPTH; i++)
+		sched_complete(s, &hung[i], now);
+	ck_assert_uint_eq(sched_hung(s), 0);
+	ck_assert_uint_eq(sched_inflight(s), 0);
+	ck_assert_uint_eq(stuck->inflight_charged, 0);
+	ck_assert_uint_eq(other->inflight_charged, 0);
+	enqueue_sync(s, &after, stuck, SCHED_OP_READ, 4096, now += 1 * MS);
+	struct sched_req *r = NULL;
+	for (int tries = 0; !r && tries < 1000; tries++, now += 10 * MS) {
+		if (sched_next_deadline(s) <= now)
+			sched_timer(s, now);
+		r = sched_dispatch(s, now);
+	}
+	ck_assert_ptr_eq(r, &after);
+	sched_complete(s, r, now);
+	ck_assert_uint_eq(stuck->inflight_charged, 0);
+	sched_free(s);
+}
+END_TEST
 
 /* Dispatches what the scheduler sends: the probe's read (*probe_out set)
  * or the writer's, onto at_store in dispatch order. */
