@@ -476,10 +476,9 @@ static long stat_max_background(const struct test_mount *m)
  * each request in it is read whole: by default the daemon sizes it in
  * bytes (engine.h). A 1 MiB direct-write flood at depth 1024 gets 32
  * requests into the daemon, not 1024 (a 32 MiB burst ahead of anyone
- * else's request, not 1 GiB), still max_inflight; a deep 4 KiB aio
- * reader that fills that
- * limit has it raised past its depth, so the scheduler sees all of it; and
- * large requests bring it back down.
+ * else's request, not 1 GiB), still max_inflight; a deep 4 KiB aio reader
+ * that fills that limit has it raised past its depth, so the scheduler
+ * sees all of it; and large requests bring it back down.
  */
 START_TEST(kernel_queue_is_sized_in_bytes)
 {
