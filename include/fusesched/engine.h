@@ -141,10 +141,10 @@ struct datapath *engine_datapath(struct engine *e);
  * the limit is sized in bytes: ENGINE_KERNEL_QUEUE_BYTES over the mean
  * size of the reads and writes of the last second, but never below
  * min_requests (max_inflight: a deep tenant alone can fill the store) nor
- * above max; it starts as for the largest requests. A 1 MiB direct-write
- * flood's burst of 64 MiB left a prober's requests twice as long in the
- * kernel's line as 32 MiB did, for 0.95 of the flood's rate; the room below
- * gives deep tenants back what the scheduler must see of them. Each second the
+ * above max; it starts as for the largest requests. (64 MiB left a
+ * prober's requests twice as long behind a 1 MiB direct-write flood's
+ * burst, for 5% more of the flood's rate; what the scheduler must see of
+ * deep tenants beyond max_inflight is the room below.) Each second the
  * engine adds room for the requests the scheduler held back of others
  * while a deep tenant waited for its own (sched_take_held_beside_deep), at
  * most ENGINE_KERNEL_QUEUE_HELD_BYTES of them: held, they stay outstanding
