@@ -8,6 +8,7 @@
 #include "fusesched/mountinfo.h"
 #include "fusesched/mountroot.h"
 #include "fusesched/stats.h"
+#include "fusesched/stop_guard.h"
 #include "fusesched/tenant.h"
 
 #include <errno.h>
@@ -57,6 +58,10 @@ static int append_fuse_opt(struct daemon_options *o, const char *opt, char *err,
 /* A write request's payload, in bytes: whole pages, at most the largest request (fs.h). */
 #define MOUNT_OPT_WRITE_MIN_BYTES 4096u
 #define MOUNT_OPT_WRITE_MAX_BYTES FS_READ_MAX_BYTES
+/* A stop gives up its requests after this long without one finishing (stop_guard.h):
+ * a third of the systemd unit's TimeoutStopSec, so the daemon ends them itself. */
+#define STOP_TIMEOUT_DEFAULT_S 30.0
+
 /* Cache timeouts take 0..this: a day, past which "forever" is what was meant. */
 #define MOUNT_OPT_SECONDS_MAX 86400u
 
@@ -102,6 +107,9 @@ const struct daemon_mount_opt daemon_mount_opts[] = {
 	 "how long the kernel remembers that a name is missing (default 1)"},
 	{"watch_timeout", "SECONDS", NULL, OPT_FILE(watch_timeout),
 	 "the three timeouts on a local backing filesystem, whose changes are watched (default 60; 0: not watched)"},
+	{"stop_timeout", "SECONDS", NULL, OPT_FILE(stop_timeout),
+	 "a stop in which no request finishes for this long (a hung backing store) gives up "
+	 "the requests left (default 30; 0: waits for them)"},
 	{NULL, NULL, NULL, 0, 0, false, NULL},
 };
 
@@ -853,17 +861,18 @@ int daemon_run(const struct daemon_options *o)
 		fprintf(stderr, "fusesched: cannot attach to the FUSE channel\n");
 		goto out_unmount;
 	}
-	/* Mounted, INIT not yet answered: the kernel's queue is sized while mounted unless fixed. */
-	if (!o->max_background[0]) {
-		if (kernel_queue_open(mount_at, &kernel_queue, err, sizeof(err)) == 0) {
+	/* Mounted, INIT not yet answered: the kernel's queue is sized while mounted unless
+	 * fixed. The connection's files are opened either way, for a stop that cannot
+	 * finish (stop_guard.h): found later, the mount's path walk would wait on it. */
+	if (kernel_queue_open(mount_at, &kernel_queue, err, sizeof(err)) == 0) {
+		if (!o->max_background[0])
 			fs_set_max_background(fs, engine_set_kernel_queue(engine, set_kernel_queue,
-									  kernel_queue_outstanding, &kernel_queue,
-									  fo.max_background));
-		} else {
-			fprintf(stderr, "fusesched: %s; max_background stays %u\n", err, fo.max_background);
-		}
+									  kernel_queue_outstanding,
+									  &kernel_queue, fo.max_background));
+	} else if (!o->max_background[0]) {
+		fprintf(stderr, "fusesched: %s; max_background stays %u\n", err, fo.max_background);
 	}
-	if (kernel_queue.limit_fd < 0)
+	if (kernel_queue.limit_fd < 0 || o->max_background[0])
 		engine_set_kernel_queue(engine, NULL, NULL, NULL, fo.max_background);
 	if (detach(o->foreground) != 0)
 		goto out_unmount;
@@ -913,6 +922,15 @@ int daemon_run(const struct daemon_options *o)
 		pub.started = true;
 	else
 		kill(getpid(), SIGTERM);
+	double stop_timeout_s = o->stop_timeout[0] ? strtod(o->stop_timeout, NULL)
+						   : STOP_TIMEOUT_DEFAULT_S;
+	struct stop_guard_params guarded = {.se = se, .engine = engine, .connection = &kernel_queue,
+					    .root = &root, .ctl = ctl,
+					    .timeout_ns = (uint64_t)(stop_timeout_s * 1e9)};
+	struct stop_guard *guard = NULL;
+	if (stop_guard_start(&guarded, &guard) != 0)
+		fuse_log(FUSE_LOG_WARNING, "fusesched: cannot start the stop's guard: a stop "
+			 "waits for requests hung at the backing store\n");
 	/* Returns after SIGTERM/SIGINT/unmount once every worker finished its request. */
 	/* A positive result is the signal that ended the loop: a clean stop. */
 	status = fuse_session_loop_mt(se, loop) < 0 ? 1 : 0;
@@ -929,6 +947,7 @@ int daemon_run(const struct daemon_options *o)
 	http = NULL;
 	/* Every request the kernel handed over is answered before the mount goes. */
 	engine_stop(engine);
+	stop_guard_end(guard);
 out_unmount:
 	daemon_started(real_mnt, "the daemon stopped before it served the mount (see the system log)");
 	mountroot_unmount(&root, se);

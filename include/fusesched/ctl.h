@@ -96,6 +96,12 @@ int ctl_server_start(struct ctl_server *s);
  * again while this one drains can take it.
  */
 void ctl_server_stop(struct ctl_server *s);
+/*
+ * Removes the socket's name (and its link) if still ours, stopping
+ * nothing: for a daemon that ends at once without its stop's steps
+ * (stop_guard.h). Any thread.
+ */
+void ctl_server_unlink_socket(struct ctl_server *s);
 /* Stops the server if it runs, removes the socket if still ours, frees. */
 void ctl_server_free(struct ctl_server *s);
 const char *ctl_server_socket_path(const struct ctl_server *s);

@@ -29,6 +29,7 @@ struct daemon_options {
 	char attr_timeout[16];       /* -o attr_timeout=SECONDS */
 	char negative_timeout[16];   /* -o negative_timeout=SECONDS */
 	char watch_timeout[16];      /* -o watch_timeout=SECONDS */
+	char stop_timeout[16];       /* -o stop_timeout=SECONDS, empty: the default */
 	char fuse_opts[DAEMON_MAX_FUSE_OPTS]; /* passed to libfuse as one -o */
 };
 

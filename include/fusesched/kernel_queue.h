@@ -4,7 +4,8 @@
  * filesystem (fusectl), and the kernel's count of requests outstanding.
  * The engine sizes the limit (engine.h); this room only finds the
  * connection's files, writes the limit (and the congestion threshold with
- * it) and reads the count.
+ * it) and reads the count, and aborts the connection when a stop cannot
+ * finish.
  */
 #ifndef FUSESCHED_KERNEL_QUEUE_H
 #define FUSESCHED_KERNEL_QUEUE_H
@@ -42,6 +43,14 @@ int kernel_queue_set(const struct kernel_queue *q, uint32_t limit);
  * the limit is not counted). -errno on failure.
  */
 int64_t kernel_queue_waiting(const struct kernel_queue *q);
+
+/*
+ * Aborts the connection (fusectl's abort): every request the kernel has
+ * sent or queued and not had answered fails, ECONNABORTED to its caller,
+ * and the daemon's reads of the device end. For a stop that cannot finish
+ * (stop_guard.h). 0 or -errno.
+ */
+int kernel_queue_abort(const struct kernel_queue *q);
 
 void kernel_queue_close(struct kernel_queue *q);
 

@@ -953,6 +953,24 @@ static void ctl_socket_release(struct ctl_server *s)
 	s->listen_fd = -1;
 }
 
+void ctl_server_unlink_socket(struct ctl_server *s)
+{
+	char path[CTL_SOCKET_PATH_MAX], link_path[CTL_SOCKET_PATH_MAX];
+	pthread_mutex_lock(&s->sample_lock);
+	memcpy(path, s->socket_path, sizeof(path));
+	memcpy(link_path, s->link_path, sizeof(link_path));
+	dev_t dev = s->socket_dev;
+	ino_t ino = s->socket_ino;
+	bool listening = s->listen_fd >= 0;
+	pthread_mutex_unlock(&s->sample_lock);
+	struct stat st;
+	if (!listening)
+		return;
+	if (stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+		unlink(path);
+	ctl_link_remove(link_path, path);
+}
+
 void ctl_server_stop(struct ctl_server *s)
 {
 	if (!s || !s->started)

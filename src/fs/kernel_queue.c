@@ -1,4 +1,4 @@
-/* The kernel's async request limit and queue of our FUSE connection, through fusectl. */
+/* The kernel's async request limit and queue of our FUSE connection, and its abort, through fusectl. */
 #include "fusesched/kernel_queue.h"
 #include "fusesched/mountinfo.h"
 
@@ -109,6 +109,16 @@ int64_t kernel_queue_waiting(const struct kernel_queue *q)
 	char *end = NULL;
 	long long waiting = strtoll(text, &end, 10);
 	return end == text || waiting < 0 ? -EINVAL : waiting;
+}
+
+int kernel_queue_abort(const struct kernel_queue *q)
+{
+	int fd = openat(q->dir_fd, "abort", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = write(fd, "1\n", 2) == 2 ? 0 : -errno;
+	close(fd);
+	return r;
 }
 
 void kernel_queue_close(struct kernel_queue *q)

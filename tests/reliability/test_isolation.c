@@ -874,6 +874,95 @@ START_TEST(a_reload_during_a_hang_leaves_the_others_served)
 }
 END_TEST
 
+/* The victim's write, acknowledged: 64 KiB of a pattern at the mount's
+ * path, written and fsynced in a forked child as the victim. */
+#define VICTIM_WRITE_BYTES (64 * 1024)
+static void victim_pattern(unsigned char *buf)
+{
+	for (int i = 0; i < VICTIM_WRITE_BYTES; i++)
+		buf[i] = (unsigned char)(i * 7 + i / 4096);
+}
+
+static bool victim_writes(const char *path)
+{
+	pid_t child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		ctl_test_become(group_victim, VICTIM_UID);
+		static unsigned char buf[VICTIM_WRITE_BYTES];
+		victim_pattern(buf);
+		int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+		_exit(fd >= 0 && write(fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf) && fsync(fd) == 0 &&
+			      close(fd) == 0 ? 0 : 1);
+	}
+	int status = -1;
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/*
+ * A stop completes every request the daemon has taken, and one hung at the
+ * store never completes: the stop waited for it, every caller of the volume
+ * with it, until the store answered. With `stop_timeout=1`, once no request
+ * has finished for a second the daemon gives up what is left
+ * (stop_guard.h): the attacker's 16 hung readers are let go with an error,
+ * the mount goes, and the victim's write, acknowledged before the stop, is
+ * in the backing directory whole. The daemon's threads in the hung store
+ * end only as it answers, so the process is reaped after, with status 1.
+ */
+START_TEST(a_stop_during_a_hang_gives_up_only_what_hung)
+{
+	struct test_mount m;
+	mount_attacker_and_victim(&m, "stop_timeout=1");
+	char source[400], stalling[400], marker[450], slow_dir[400], small[400];
+	pid_t fio = 0, eiofs = store_hung_by_readers(&m, source, stalling, marker, slow_dir, small, &fio);
+	char victim_dir[400], victim_file[450], backing_file[450];
+	snprintf(victim_dir, sizeof(victim_dir), "%s", test_mnt_path(&m, "victim"));
+	ck_assert_int_eq(mkdir(victim_dir, 0755), 0);
+	ck_assert_int_eq(chown(victim_dir, VICTIM_UID, VICTIM_UID), 0);
+	snprintf(victim_file, sizeof(victim_file), "%s/acknowledged", victim_dir);
+	snprintf(backing_file, sizeof(backing_file), "%s", test_backing_path(&m, "victim/acknowledged"));
+	ck_assert_msg(victim_writes(victim_file), "the victim's write beside the hang failed");
+	int64_t hung = stat_mount_number(&m, "hung");
+
+	ck_assert_int_eq(kill(m.daemon_pid, SIGTERM), 0);
+	pid_t fio_reaped = 0;
+	int waited_ms = 0;
+	for (; waited_ms < HUNG_VICTIM_WAIT_S * 1000; waited_ms += 20) {
+		if (!fio_reaped)
+			fio_reaped = waitpid(fio, NULL, WNOHANG);
+		if (fio_reaped == fio && !test_in_mountinfo(m.mnt))
+			break;
+		usleep(20000);
+	}
+	bool unmounted = !test_in_mountinfo(m.mnt);
+	fprintf(stderr, "isolation: a stop with %lld requests hung: readers let go %s, %s after %d ms\n",
+		(long long)hung, fio_reaped == fio ? "yes" : "no",
+		unmounted ? "unmounted" : "still mounted", waited_ms);
+	unlink(marker);
+	if (fio_reaped != fio)
+		stop_fio(fio);
+	test_stalling_store_down(stalling, eiofs);
+	int status = -1;
+	ck_assert_int_eq(waitpid(m.daemon_pid, &status, 0), m.daemon_pid);
+	m.daemon_pid = 0;
+	static unsigned char want[VICTIM_WRITE_BYTES], got[VICTIM_WRITE_BYTES + 1];
+	victim_pattern(want);
+	int fd = open(backing_file, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, got, sizeof(got)) : -1;
+	if (fd >= 0)
+		close(fd);
+	test_mount_stop(&m);
+	ck_assert_msg(fio_reaped == fio, "the attacker's hung readers were not let go within %d s of the stop",
+		      HUNG_VICTIM_WAIT_S);
+	ck_assert_msg(unmounted, "the mount was still there %d s after the stop", HUNG_VICTIM_WAIT_S);
+	ck_assert_int_eq(n, VICTIM_WRITE_BYTES);
+	ck_assert_msg(memcmp(got, want, sizeof(want)) == 0, "the victim's acknowledged write is not whole");
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+		      "the daemon that gave up hung requests ended with status %d, not exit 1", status);
+}
+END_TEST
+
 /* The victim (victim_opens_reads_and_stats) run while the n processes in
  * stats are blocked on the hung store: whether it was reaped within
  * HUNG_VICTIM_WAIT_S (its status in *status), and how many of them were
@@ -1376,6 +1465,7 @@ int main(void)
 	tcase_add_test(tc, a_store_hung_for_one_tenant_leaves_the_others_the_kernels_queue);
 	tcase_add_test(tc, metadata_hung_for_one_tenant_leaves_the_others_workers);
 	tcase_add_test(tc, a_reload_during_a_hang_leaves_the_others_served);
+	tcase_add_test(tc, a_stop_during_a_hang_gives_up_only_what_hung);
 	tcase_add_test(tc, metadata_hung_for_many_child_tenants_leaves_the_others_threads);
 	tcase_add_test(tc, metadata_hung_for_many_root_tenants_leaves_the_others_threads);
 	tcase_add_test(tc, metadata_hung_for_many_users_leaves_the_others_threads);
