@@ -184,7 +184,7 @@ uint32_t engine_set_kernel_queue(struct engine *e, void (*set)(void *arg, uint32
  * applied. */
 void engine_reload(struct engine *e, const struct engine_params *p);
 
-/* Requests completed so far (tests and stats). */
+/* Requests completed so far (tests, stats, and a stop's progress: stop_guard.h). */
 uint64_t engine_completed(const struct engine *e);
 
 #endif

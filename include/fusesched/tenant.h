@@ -89,9 +89,20 @@ int tenant_parse_weight_file(enum tenant_weight_file kind, const char *text);
 
 /* The cgroup's own weight: io.bfq.weight, io.weight under ROOTS->v2 + V2_PATH,
  * then blkio.bfq.weight, blkio.weight under ROOTS->blkio + BLKIO_PATH (NULL
- * paths or empty roots are skipped).  Returns 1..1000 or -ENOENT. */
+ * paths or empty roots are skipped).  A file owned by a user other than
+ * root counts only where that user owns the cgroup's parent too (below a
+ * subtree delegated to it, never on the delegated cgroup itself).
+ * Returns 1..1000 or -ENOENT. */
 int tenant_read_cgroup_weight(const struct tenant_cgroup_roots *roots,
 			      const char *v2_path, const char *blkio_path);
+
+/* Whether cgroup PATH of hierarchy HIER was delegated: a user other than
+ * root owns its directory and not its parent's (systemd's Delegate=, a
+ * rootless container's cgroup).  Such a cgroup is a level of the tenant
+ * tree whatever its weight, so that the cgroups its user makes below it
+ * divide its share, as the kernel's controllers have it. */
+bool tenant_cgroup_delegated(const struct tenant_cgroup_roots *roots,
+			     enum tenant_hierarchy_id hier, const char *path);
 
 enum tenant_weight_source {
 	TENANT_WEIGHT_FROM_RULE,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tenant_internal.h"
@@ -320,6 +321,60 @@ ssize_t tenant_read_small_file(const char *path, char *buf, size_t cap)
 	return total;
 }
 
+/* The owner of ROOT's cgroup PATH (of LEN bytes; the root itself for 0),
+ * or (uid_t)-1 if it cannot be seen. */
+static uid_t dir_owner(const char *root, const char *path, size_t len)
+{
+	char dir[2 * TENANT_PATH_MAX];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s%.*s", root, (int)len, path);
+	return stat(dir, &st) == 0 ? st.st_uid : (uid_t)-1;
+}
+
+/* The length of PATH's parent ("/a" -> 0, the root). */
+static size_t parent_path_len(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? (size_t)(slash - path) : 0;
+}
+
+/*
+ * Whose weight a file is to set.  A delegated subtree (systemd's
+ * Delegate=, a rootless container's cgroup) is a directory given to a user
+ * with its process list; the files of the cgroups the user makes below it
+ * are the user's, the delegated cgroup's own weight file stays root's.  A
+ * weight file another user owns is honoured only where that user also owns
+ * the parent, dividing a share it was given; on the delegated cgroup
+ * itself it would let the user raise its own share.
+ */
+static bool weight_file_trusted(const char *root, const char *cgroup,
+				const char *file)
+{
+	struct stat st;
+
+	if (stat(file, &st) != 0)
+		return false;
+	if (st.st_uid == 0)
+		return true;
+	return strcmp(cgroup, "/") != 0 &&
+	       dir_owner(root, cgroup, parent_path_len(cgroup)) == st.st_uid;
+}
+
+bool tenant_cgroup_delegated(const struct tenant_cgroup_roots *roots,
+			     enum tenant_hierarchy_id hier, const char *path)
+{
+	const char *root = hier == TENANT_HIER_V2 ? roots->v2 : roots->blkio;
+	uid_t owner;
+
+	if (!root[0] || strcmp(path, "/") == 0)
+		return false;
+	owner = dir_owner(root, path, strlen(path));
+	return owner != 0 && owner != (uid_t)-1 &&
+	       dir_owner(root, path, parent_path_len(path)) != owner;
+}
+
 static int read_weight(const char *root, const char *cgroup,
 		       enum tenant_weight_file kind)
 {
@@ -330,7 +385,8 @@ static int read_weight(const char *root, const char *cgroup,
 		return -ENOENT;
 	snprintf(path, sizeof(path), "%s%s/%s", root,
 		 strcmp(cgroup, "/") == 0 ? "" : cgroup, weight_files[kind].name);
-	if (tenant_read_small_file(path, text, sizeof(text)) < 0)
+	if (tenant_read_small_file(path, text, sizeof(text)) < 0 ||
+	    !weight_file_trusted(root, cgroup, path))
 		return -ENOENT;
 	v = tenant_parse_weight_file(kind, text);
 	if (v < 0 || parse_weight_value(text, weight_files[kind].min,

@@ -446,7 +446,11 @@ static bool ruled(const struct tenant_table *t, const char *key)
 
 /* Whether cgroup PATH of hierarchy HIER is a level of the scheduling tree:
  * its weight comes from a rule or from its own weight file (read in HIER
- * only: an ancestor has no known path in the other hierarchy). */
+ * only: an ancestor has no known path in the other hierarchy), or it was
+ * delegated to a user, whose cgroups below it must divide its share: left
+ * transparent, each child a user made was a tenant of its own beside
+ * everyone's, its weight file (the user's to write) up to 10 times the
+ * default. */
 static bool is_level(const struct tenant_table *t, const char *path,
 		     enum tenant_hierarchy_id hier)
 {
@@ -455,7 +459,8 @@ static bool is_level(const struct tenant_table *t, const char *path,
 	tenant_resolve_weight(t->cfg, &t->roots, path,
 			      hier == TENANT_HIER_V2 ? path : NULL,
 			      hier == TENANT_HIER_BLKIO ? path : NULL, &source);
-	return source != TENANT_WEIGHT_FROM_DEFAULT;
+	return source != TENANT_WEIGHT_FROM_DEFAULT ||
+	       tenant_cgroup_delegated(&t->roots, hier, path);
 }
 
 /* Creates the tenant KEY with a free id, under PARENT (held; NO_ID: top

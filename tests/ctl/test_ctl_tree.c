@@ -222,16 +222,17 @@ START_TEST(kubernetes_docker_and_podman_shapes_form_the_tree)
 END_TEST
 
 /*
- * A user given a subtree with weight 10 makes child cgroups and moves into
- * them: each child is a tenant below the subtree, in the subtree's group,
- * and together they have the subtree's target, never more; before the
- * tree, each had weight 100 of its own at the top.
+ * A user given a subtree (SUBTREE below the test's top, of WEIGHT) makes
+ * child cgroups and moves into them: each child is a tenant below the
+ * subtree, in the subtree's group, and together they have the subtree's
+ * target, never more; before the tree, each had weight 100 of its own at
+ * the top.
  */
-START_TEST(delegated_subtree_children_divide_its_share)
+static void delegated_children_divide(const char *subtree, int weight)
 {
 	write_config(200, NULL);
 	char deleg[64], other[64], kid[4][80];
-	snprintf(deleg, sizeof(deleg), "%s/deleg", top);
+	snprintf(deleg, sizeof(deleg), "%s/%s", top, subtree);
 	snprintf(other, sizeof(other), "%s/other", top);
 	cgroup_make_path(deleg);
 	cgroup_make_path(other);
@@ -269,7 +270,7 @@ START_TEST(delegated_subtree_children_divide_its_share)
 	run_writer(other, 0, test_mnt_path(&m, "o"), 4);
 	struct json_object *mount, *doc = ctl_test_stat_idle(m.mnt, &mount);
 	struct json_object *dr = row(mount, deleg);
-	ck_assert_int_eq(field(dr, "weight"), 10);
+	ck_assert_int_eq(field(dr, "weight"), weight);
 	double kids_target = 0;
 	for (int i = 0; i < 4; i++) {
 		struct json_object *k = row(mount, kid[i]);
@@ -278,9 +279,24 @@ START_TEST(delegated_subtree_children_divide_its_share)
 		kids_target += target(k);
 	}
 	ck_assert_double_eq_tol(kids_target, target(dr), 1e-9);
-	ck_assert_double_eq_tol(target(dr) / target(row(mount, other)), 10.0 / 100, 1e-9);
+	ck_assert_double_eq_tol(target(dr) / target(row(mount, other)), weight / 100.0, 1e-9);
 	json_object_put(doc);
 	test_mount_require_clean_exit(test_mount_stop(&m));
+}
+
+/* With a rule of weight 10 on the subtree. */
+START_TEST(delegated_subtree_children_divide_its_share)
+{
+	delegated_children_divide("deleg", 10);
+}
+END_TEST
+
+/* The same without a rule: the delegated cgroup is a level of the default
+ * weight (its directory the user's), so its user's cgroups share one
+ * default share; before, each was a tenant of its own at the top. */
+START_TEST(an_unconfigured_delegated_subtree_divides_one_share)
+{
+	delegated_children_divide("free", 100);
 }
 END_TEST
 
@@ -410,6 +426,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, kubernetes_docker_and_podman_shapes_form_the_tree);
 	tcase_add_test(tc, delegated_subtree_children_divide_its_share);
+	tcase_add_test(tc, an_unconfigured_delegated_subtree_divides_one_share);
 	tcase_add_test(tc, reload_of_a_pods_weight_reaches_its_containers);
 	tcase_add_test(tc, account_subtree_makes_a_pod_one_tenant);
 	tcase_add_test(tc, a_set_weight_file_makes_a_level);

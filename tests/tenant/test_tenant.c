@@ -832,6 +832,85 @@ START_TEST(table_weight_file_levels)
 }
 END_TEST
 
+/* Gives REL (under the fake cgroup tree) to UID, as delegation does. */
+static void give_to(struct fixture *f, const char *rel, uid_t uid)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", f->cg, rel);
+	ck_assert_msg(chown(path, uid, uid) == 0, "chown %s", path);
+}
+
+/*
+ * A subtree delegated to a user (its directory the user's, as systemd's
+ * Delegate= and rootless containers have it) is a level whatever its
+ * weight: the cgroups the user makes below it divide its one share. Left
+ * transparent, each of them was a tenant at the top beside everyone's, and
+ * a weight file there (the user's to write) counted against theirs: with
+ * io.weight 10000, 10 times the default. A user's weight file counts below
+ * the delegated cgroup; on the delegated cgroup itself, only root's.
+ */
+START_TEST(table_delegated_subtree_is_a_level)
+{
+	struct fixture f;
+	struct tenant_info info;
+	const uid_t user = 2001;
+	uint32_t a, b, deleg, other;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "table_delegated_subtree_is_a_level: not run (chown needs root)\n");
+		return;
+	}
+	fixture_open(&f, "", 0, 0);
+	fake_tree_write(f.cg, "v2/user.slice/u.service/app/a/io.weight", "default 10000\n");
+	fake_tree_write(f.cg, "v2/user.slice/u.service/app/b/cgroup.procs", "");
+	fake_tree_write(f.cg, "v2/user.slice/u.service/io.weight", "default 10000\n");
+	fake_tree_write(f.cg, "v2/system.slice/other.scope/cgroup.procs", "");
+	fake_tree_write(f.cg, "v2/system.slice/docker.scope/io.bfq.weight", "800\n");
+	give_to(&f, "v2/user.slice/u.service", user);
+	give_to(&f, "v2/user.slice/u.service/io.weight", user);
+	give_to(&f, "v2/user.slice/u.service/app", user);
+	give_to(&f, "v2/user.slice/u.service/app/a", user);
+	give_to(&f, "v2/user.slice/u.service/app/a/io.weight", user);
+	give_to(&f, "v2/user.slice/u.service/app/b", user);
+
+	a = resolve_in(&f, 20000, "/user.slice/u.service/app/a", 0);
+	b = resolve_in(&f, 20001, "/user.slice/u.service/app/b", 0);
+	other = resolve_in(&f, 20002, "/system.slice/other.scope", 0);
+	deleg = tenant_parent(f.table, a);
+	ck_assert_uint_ne(deleg, TENANT_ID_NONE);
+	ck_assert_str_eq(path_of(&f, deleg), "/user.slice/u.service");
+	ck_assert_uint_eq(tenant_parent(f.table, b), deleg);
+	ck_assert_uint_eq(tenant_parent(f.table, deleg), TENANT_ID_NONE);
+	ck_assert_uint_eq(tenant_parent(f.table, other), TENANT_ID_NONE);
+	/* the user's weight divides its share: honoured below the delegation */
+	ck_assert_int_eq(tenant_get_info(f.table, a, &info), 0);
+	ck_assert_uint_eq(info.weight, 1000);
+	ck_assert_int_eq(info.weight_source, TENANT_WEIGHT_FROM_CGROUP);
+	/* on the delegated cgroup itself a file the user owns is not its weight */
+	ck_assert_int_eq(tenant_get_info(f.table, deleg, &info), 0);
+	ck_assert_uint_eq(info.weight, 100);
+	ck_assert_int_eq(info.weight_source, TENANT_WEIGHT_FROM_DEFAULT);
+	/* a delegated cgroup of the kernel's default weight is a level too */
+	fake_tree_write(f.cg, "v2/user.slice/w.service/c1/cgroup.procs", "");
+	fake_tree_write(f.cg, "v2/user.slice/w.service/io.weight", "default 100\n");
+	give_to(&f, "v2/user.slice/w.service", user + 1);
+	give_to(&f, "v2/user.slice/w.service/c1", user + 1);
+	a = resolve_in(&f, 20004, "/user.slice/w.service/c1", 0);
+	ck_assert_uint_ne(tenant_parent(f.table, a), TENANT_ID_NONE);
+	ck_assert_str_eq(path_of(&f, tenant_parent(f.table, a)), "/user.slice/w.service");
+	/* root's file is, as before, and root's cgroups stay as they were */
+	give_to(&f, "v2/user.slice/u.service/io.weight", 0);
+	ck_assert_int_eq(tenant_read_cgroup_weight(&f.roots, "/user.slice/u.service", NULL), 1000);
+	ck_assert_int_eq(tenant_get_info(f.table, resolve_in(&f, 20003, "/system.slice/docker.scope", 0),
+					 &info), 0);
+	ck_assert_uint_eq(info.weight, 800);
+	ck_assert_uint_eq(info.parent, TENANT_ID_NONE);
+	fixture_close(&f);
+}
+END_TEST
+
+#define S_NS 1000000000ull
 #define S_NS 1000000000ull
 
 /* A weight file changed by its cgroup's owner is read again without a
@@ -1236,6 +1315,7 @@ static Suite *tenant_suite(void)
 	tcase_add_test(table, table_account_subtree);
 	tcase_add_test(table, table_reload_folds_a_subtree);
 	tcase_add_test(table, table_only_rule_levels_take_the_reserve);
+	tcase_add_test(table, table_delegated_subtree_is_a_level);
 	tcase_set_timeout(table, 60);
 	suite_add_tcase(s, pure);
 	suite_add_tcase(s, table);

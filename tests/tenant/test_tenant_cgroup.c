@@ -50,6 +50,12 @@ static void setup(void)
 
 static void teardown(void)
 {
+	char child[160];
+
+	for (int i = 0; i < 2; i++) {
+		snprintf(child, sizeof(child), "%s/k%d", group_a, i);
+		remove_group(V2, child);
+	}
 	remove_group(V2, group_a);
 	remove_group(V2, group_b);
 	remove_group(BLKIO, group_blk);
@@ -206,6 +212,59 @@ START_TEST(blkio_weight_is_honoured)
 }
 END_TEST
 
+/*
+ * A cgroup delegated to a user (its directory and process list the user's,
+ * as systemd's Delegate= makes them), and two cgroups the user made below
+ * it: a process in one of them is a tenant under the delegated cgroup,
+ * which is a level though nothing sets its weight, so the user's cgroups
+ * divide its share instead of each taking one beside everyone's.
+ */
+START_TEST(a_delegated_subtree_divides_its_share)
+{
+	struct tenant_table *table = open_table("[tenants]\ncache_ttl_ms = 0\n");
+	const uid_t user = 2001;
+	char path[256], child_group[160];
+	uint32_t id, parent;
+	int pipe_w, status;
+	pid_t maker, child;
+
+	make_group(V2, group_a);
+	snprintf(path, sizeof(path), "%s%s", V2, group_a);
+	ck_assert_int_eq(chown(path, user, user), 0);
+	snprintf(path, sizeof(path), "%s%s/cgroup.procs", V2, group_a);
+	ck_assert_int_eq(chown(path, user, user), 0);
+	/* the user makes its cgroups itself */
+	maker = fork();
+	ck_assert_int_ge(maker, 0);
+	if (maker == 0) {
+		if (setresgid(user, user, user) || setresuid(user, user, user))
+			_exit(90);
+		for (int i = 0; i < 2; i++) {
+			snprintf(path, sizeof(path), "%s%s/k%d", V2, group_a, i);
+			if (mkdir(path, 0755))
+				_exit(91);
+		}
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(maker, &status, 0), maker);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the user could not make its cgroups (status %d)", status);
+
+	child = spawn_sleeper(&pipe_w);
+	snprintf(child_group, sizeof(child_group), "%s/k1", group_a);
+	move_pid(V2, child_group, child);
+	id = tenant_resolve(table, child, clock_now_ns());
+	ck_assert_str_eq(info_of(table, id).path, child_group);
+	parent = tenant_parent(table, id);
+	ck_assert_uint_ne(parent, TENANT_ID_NONE);
+	ck_assert_str_eq(info_of(table, parent).path, group_a);
+	ck_assert_uint_eq(tenant_parent(table, parent), TENANT_ID_NONE);
+	move_pid(V2, "", child);
+	reap(child, pipe_w);
+	tenant_table_free(table);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s;
@@ -223,6 +282,7 @@ int main(void)
 	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, moved_process_is_reattributed);
 	tcase_add_test(tc, blkio_weight_is_honoured);
+	tcase_add_test(tc, a_delegated_subtree_divides_its_share);
 	tcase_set_timeout(tc, 30);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
