@@ -104,6 +104,12 @@ int tenant_read_cgroup_weight(const struct tenant_cgroup_roots *roots,
 bool tenant_cgroup_delegated(const struct tenant_cgroup_roots *roots,
 			     enum tenant_hierarchy_id hier, const char *path);
 
+/* The length of PATH's nearest proper ancestor delegated to a user
+ * (tenant_cgroup_delegated), or 0 if there is none. */
+size_t tenant_cgroup_delegation_len(const struct tenant_cgroup_roots *roots,
+				    enum tenant_hierarchy_id hier,
+				    const char *path);
+
 enum tenant_weight_source {
 	TENANT_WEIGHT_FROM_RULE,
 	TENANT_WEIGHT_FROM_CGROUP,

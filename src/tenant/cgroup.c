@@ -375,6 +375,24 @@ bool tenant_cgroup_delegated(const struct tenant_cgroup_roots *roots,
 	       dir_owner(root, path, parent_path_len(path)) != owner;
 }
 
+size_t tenant_cgroup_delegation_len(const struct tenant_cgroup_roots *roots,
+				    enum tenant_hierarchy_id hier,
+				    const char *path)
+{
+	char ancestor[TENANT_PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(ancestor))
+		return 0;
+	memcpy(ancestor, path, len + 1);
+	while ((len = parent_path_len(ancestor)) > 0) {
+		ancestor[len] = '\0';
+		if (tenant_cgroup_delegated(roots, hier, ancestor))
+			return len;
+	}
+	return 0;
+}
+
 static int read_weight(const char *root, const char *cgroup,
 		       enum tenant_weight_file kind)
 {

@@ -343,9 +343,23 @@ static uint32_t parent_find(const struct tenant_table *t, const char *key,
 	return NO_ID;
 }
 
-static bool parent_capped(const struct tenant_table *t, const char *key)
+/* Length of the cgroup whose tenants below KEY's count against the cap:
+ * KEY's parent, or, below a cgroup delegated to a user, that cgroup, at
+ * any depth. Counted by parent only, a user nesting cgroups in its
+ * delegation took every id but the reserve (512 children a level), and
+ * every other cgroup no rule names was put in the default tenant. */
+static size_t cap_len(const struct tenant_table *t, const char *key,
+		      enum tenant_hierarchy_id hier)
 {
-	size_t len = parent_len(key);
+	size_t delegated = tenant_cgroup_delegation_len(&t->roots, hier, key);
+
+	return delegated ? delegated : parent_len(key);
+}
+
+static bool parent_capped(const struct tenant_table *t, const char *key,
+			  enum tenant_hierarchy_id hier)
+{
+	size_t len = cap_len(t, key, hier);
 	uint32_t p;
 
 	if (!len)
@@ -354,12 +368,12 @@ static bool parent_capped(const struct tenant_table *t, const char *key)
 	return p != NO_ID && t->parents[p].count >= t->subtree_cap;
 }
 
-/* Counts a new tenant KEY under its parent; its entry in *out.  False when
- * out of memory. */
+/* Counts a new tenant KEY under its parent (cap_len); its entry in *out.
+ * False when out of memory. */
 static bool parent_acquire(struct tenant_table *t, const char *key,
-			   uint32_t *out)
+			   enum tenant_hierarchy_id hier, uint32_t *out)
 {
-	size_t len = parent_len(key);
+	size_t len = cap_len(t, key, hier);
 	uint32_t p, bucket;
 
 	*out = NO_ID;
@@ -430,11 +444,12 @@ enum id_refusal {
  * cgroup (a [group] rule names it) may take any free id: the admin asked
  * for its weight. */
 static enum id_refusal may_take_id(const struct tenant_table *t,
-				   const char *key, bool configured)
+				   const char *key, enum tenant_hierarchy_id hier,
+				   bool configured)
 {
 	if (t->free_count == 0 || (!configured && t->free_count <= t->reserve))
 		return ID_NONE_FREE;
-	if (!configured && parent_capped(t, key))
+	if (!configured && parent_capped(t, key, hier))
 		return ID_SUBTREE_CAPPED;
 	return ID_GRANTED;
 }
@@ -482,7 +497,7 @@ static uint32_t rec_create(struct tenant_table *t, const char *key,
 	rec->blkio_path = dup_or_null(blkio_path);
 	if (!rec->key || (v2_path && !rec->v2_path) ||
 	    (blkio_path && !rec->blkio_path) ||
-	    !parent_acquire(t, key, &parent_ent)) {
+	    !parent_acquire(t, key, hier, &parent_ent)) {
 		free(rec->key);
 		free(rec->v2_path);
 		free(rec->blkio_path);
@@ -541,7 +556,7 @@ static uint32_t level_parent(struct tenant_table *t, const char *key,
 		/* Only a rule's level may take the reserve: anyone with a
 		 * delegated subtree can write weight files in it, and a chain
 		 * of them must not use up the ids kept for configured cgroups. */
-		id = may_take_id(t, path, ruled(t, path)) == ID_GRANTED
+		id = may_take_id(t, path, hier, ruled(t, path)) == ID_GRANTED
 			     ? rec_create(t, path, hier,
 					  hier == TENANT_HIER_V2 ? path : NULL,
 					  hier == TENANT_HIER_BLKIO ? path : NULL,
@@ -604,7 +619,7 @@ static uint32_t ancestor_tenant(struct tenant_table *t, const char *key,
 		/* only the parent: its weight files are at a known path in
 		 * the key's hierarchy, and it adds one tenant, not a chain
 		 * (besides the levels above it, which its children need) */
-		if (is_parent && may_take_id(t, path, ruled(t, path)) == ID_GRANTED) {
+		if (is_parent && may_take_id(t, path, hier, ruled(t, path)) == ID_GRANTED) {
 			id = rec_create(t, path, hier,
 					hier == TENANT_HIER_V2 ? path : NULL,
 					hier == TENANT_HIER_BLKIO ? path : NULL,
@@ -643,7 +658,7 @@ static uint32_t registry_get(struct tenant_table *t, char *key,
 		rec_revive(&t->recs[id], now_ns);
 		goto out;
 	}
-	why = may_take_id(t, key, ruled(t, key));
+	why = may_take_id(t, key, hier, ruled(t, key));
 	if (why == ID_GRANTED) {
 		id = rec_create(t, key, hier, v2_path, blkio_path,
 				level_parent(t, key, hier, now_ns), now_ns);

@@ -910,6 +910,42 @@ START_TEST(table_delegated_subtree_is_a_level)
 }
 END_TEST
 
+/*
+ * A user's cgroups nested anywhere below its delegated cgroup count
+ * together against the cap of ids one cgroup's children may hold: counted
+ * by immediate parent, five parents of five children each took 25 ids
+ * (with cap 8), and nesting deeper took every id but the reserve.
+ */
+START_TEST(table_delegated_subtree_is_capped_at_any_depth)
+{
+	struct fixture f;
+	struct tenant_stats st;
+	char path[64];
+	uint32_t deleg, id, own = 0;
+	int pid = 20000;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "table_delegated_subtree_is_capped_at_any_depth: not run (chown needs root)\n");
+		return;
+	}
+	fixture_open(&f, "", 64, 0); /* a cap of 8 a subtree */
+	fake_tree_write(f.cg, "v2/user/d/cgroup.procs", "");
+	give_to(&f, "v2/user/d", 2001);
+	for (int i = 0; i < 5; i++)
+		for (int j = 0; j < 5; j++) {
+			snprintf(path, sizeof(path), "/user/d/p%d/k%d", i, j);
+			id = resolve_in(&f, pid++, path, 0);
+			deleg = tenant_parent(f.table, id) == TENANT_ID_NONE ? id : tenant_parent(f.table, id);
+			ck_assert_str_eq(path_of(&f, deleg), "/user/d");
+			own += id != deleg;
+		}
+	ck_assert_uint_eq(own, 8);
+	tenant_table_get_stats(f.table, &st);
+	ck_assert_uint_eq(st.subtree_capped, 25 - 8);
+	fixture_close(&f);
+}
+END_TEST
+
 #define S_NS 1000000000ull
 #define S_NS 1000000000ull
 
@@ -1316,6 +1352,7 @@ static Suite *tenant_suite(void)
 	tcase_add_test(table, table_reload_folds_a_subtree);
 	tcase_add_test(table, table_only_rule_levels_take_the_reserve);
 	tcase_add_test(table, table_delegated_subtree_is_a_level);
+	tcase_add_test(table, table_delegated_subtree_is_capped_at_any_depth);
 	tcase_set_timeout(table, 60);
 	suite_add_tcase(s, pure);
 	suite_add_tcase(s, table);
