@@ -39,6 +39,7 @@ SCENARIOS = {  # scenario -> tenants, in table order
     "weights-8-1": ["w81-a", "w81-b"],
     "weights-5-3-1": ["w531-a", "w531-b", "w531-c"],
     "weights-4-1-d16": ["w41-a", "w41-b"],
+    "weights-3-3-1-d8": ["w331-a", "w331-b", "w331-c"],
     "weights-8-1-1m-writes": ["w81w-a", "w81w-b"],
     "mixed-solo-large": ["wm-large"],
     "mixed-solo-small": ["wm-small"],
@@ -51,7 +52,7 @@ SCENARIOS = {  # scenario -> tenants, in table order
     "beside-mmap": ["bs-mmap", "bs-reader"],
     "beside-writers": ["bs-writers", "bs-reader"],
 }
-WEIGHTS = {"w81-a": 800, "w81-b": 100, "w531-a": 500, "w531-b": 300, "w531-c": 100, "w41-a": 400, "w41-b": 100, "w81w-a": 800, "w81w-b": 100,
+WEIGHTS = {"w81-a": 800, "w81-b": 100, "w531-a": 500, "w531-b": 300, "w531-c": 100, "w41-a": 400, "w41-b": 100, "w331-a": 300, "w331-b": 300, "w331-c": 100, "w81w-a": 800, "w81w-b": 100,
            "wm-large": 400, "wm-small": 100,
            "d1-shallow": 800, "d1-deep": 100, "d1m-a": 189, "d1m-b": 71, "d1m-c": 17, "bs-reader": 800, "bs-mmap": 100, "bs-writers": 100}
 # The pods lesson: pod -> (its rule's weight, its containers' tenants); the
@@ -294,6 +295,12 @@ def lesson_tables(res):
         goal(f"4. 4:1 at depth 16 received ratio (bfq got {got}), relative error", err, "<= 0.15",
              None if err is None else err <= 0.15)
         goal("4. 4:1 at depth 16 total, bfq vs fifo", tot, ">= 0.90", None if tot is None else tot >= 0.9)
+    if "weights-3-3-1-d8" in res:
+        err, tot, got = weights_table("weights-3-3-1-d8", ["w331-a", "w331-b", "w331-c"],
+                                      "3:3:1, one job of iodepth 8 each (together within max_inflight)")
+        goal(f"4. 3:3:1 at depth 8 received ratios (bfq got {got}), worst relative error", err, "<= 0.15",
+             None if err is None else err <= 0.15)
+        goal("4. 3:3:1 at depth 8 total, bfq vs fifo", tot, ">= 0.90", None if tot is None else tot >= 0.9)
     if "weights-8-1-1m-writes" in res:
         err, tot, got = weights_table("weights-8-1-1m-writes", ["w81w-a", "w81w-b"],
                                       "8:1, two deep writers (libaio, iodepth 64 each)",
@@ -610,7 +617,7 @@ def gnuplot(script):
 
 def plot_weights(out, res, plots):
     made = []
-    for scen in ("weights-8-1", "weights-5-3-1", "weights-4-1-d16", "weights-8-1-1m-writes", "depth1-vs-deep", "pods"):
+    for scen in ("weights-8-1", "weights-5-3-1", "weights-4-1-d16", "weights-3-3-1-d8", "weights-8-1-1m-writes", "depth1-vs-deep", "pods"):
         variants = variants_of(res, scen)
         if not variants:
             continue
