@@ -14,7 +14,9 @@
  * which moved clearly less with it open than shut, lost its service to
  * them: until the next probe the door stays shut to anyone more than a
  * slice ahead of its share while it holds (work_conserving = no). Where it
- * moved about as much either way, the door stays open. The probes are
+ * moved about as much either way, the door stays open; for a queue the
+ * door let nobody in for (others held through the open phases) the probe
+ * says nothing, and its verdict stands. The probes are
  * short and rare because their shut phases are what work conservation
  * avoids: on a loaded FUSE host a probe each second cost shapes their
  * total. */
@@ -38,8 +40,9 @@ static void door_decide(struct sched *s)
 	sched_list_foreach(l, &s->all_queues) {
 		struct sched_queue *q = sched_list_entry(l, struct sched_queue, all_link);
 		struct queue_door *d = &q->door;
-		d->shut = d->used && d->bytes[1] &&
-			  d->bytes[0] * 100 < d->bytes[1] * DOOR_KEEP_PCT;
+		if (d->used)
+			d->shut = d->bytes[1] &&
+				  d->bytes[0] * 100 < d->bytes[1] * DOOR_KEEP_PCT;
 		d->bytes[0] = d->bytes[1] = 0;
 		d->used = false;
 	}
