@@ -729,6 +729,39 @@ START_TEST(q1_learned_door_keeps_weights_on_a_queued_store)
 }
 END_TEST
 
+/* Q3 (bench/run's weights-3-3-1-d8): where the store serves 16 at once,
+ * the light reader's requests let in beside a holder wait in its queue
+ * and take the heavy readers' share; the probes find the holder moving
+ * less with the door open and shut it (always open: about 1:1:1): 3:3:1,
+ * the store as busy as under fifo. On 32 slots the light reader's 8 are room: the door stays open
+ * (shares as under fifo), and shut it would leave a fifth of the store
+ * idle. */
+START_TEST(q3_learned_door_follows_the_store)
+{
+	struct sim_scenario sc;
+	sim_scenario_q3_depth_fitting(&sc, 16);
+	struct sim_result full = run(&sc, sim_params_bfq);
+	struct sim_result full_fifo = run(&sc, sim_params_fifo);
+	double light = full.t[2].share, target = 100.0 / 700.0;
+	ck_assert_msg(light > 0.9 * target && light < 1.1 * target, "light share %.3f", light);
+	ck_assert(full.t[0].st.door_shut || full.t[1].st.door_shut);
+	struct sim_result full_open = run(&sc, sim_params_bfq_open_door);
+	ck_assert_msg(full_open.t[2].share > 0.25, "door open: light share %.3f",
+		      full_open.t[2].share);
+	ck_assert_msg(full.store_busy >= 0.95 * full_fifo.store_busy, "busy %.2f fifo %.2f",
+		      full.store_busy, full_fifo.store_busy);
+	sim_scenario_q3_depth_fitting(&sc, 32);
+	struct sim_result room = run(&sc, sim_params_bfq);
+	struct sim_result room_fifo = run(&sc, sim_params_fifo);
+	struct sim_result room_shut = run(&sc, sim_params_bfq_strict);
+	ck_assert(!room.t[0].st.door_shut && !room.t[1].st.door_shut);
+	ck_assert_msg(room.store_busy >= 0.95 * room_fifo.store_busy, "busy %.2f fifo %.2f",
+		      room.store_busy, room_fifo.store_busy);
+	ck_assert_msg(room_shut.store_busy < 0.85 * room_fifo.store_busy, "shut: busy %.2f fifo %.2f",
+		      room_shut.store_busy, room_fifo.store_busy);
+}
+END_TEST
+
 /* Same seed, same numbers: the simulator is a test instrument. */
 START_TEST(sim_is_deterministic)
 {
@@ -765,6 +798,7 @@ int main(void)
 	tcase_add_test(tc, q1_learned_depth_keeps_weights_on_a_queued_store);
 	tcase_add_test(tc, q1_without_work_conservation_keeps_weights_on_a_queued_store);
 	tcase_add_test(tc, q1_learned_door_keeps_weights_on_a_queued_store);
+	tcase_add_test(tc, q3_learned_door_follows_the_store);
 	tcase_add_test(tc, sim_is_deterministic);
 	suite_add_tcase(s, tc);
 	TCase *tree = tcase_create("tree");

@@ -398,3 +398,17 @@ void sim_scenario_q1_queued_store(struct sim_scenario *sc, uint32_t slots)
 					    .think_ns = 20 * US, .op = SCHED_OP_READ,
 					    .bytes = 4 * KIB, .sync = true, .journal = -1 });
 }
+
+void sim_scenario_q3_depth_fitting(struct sim_scenario *sc, uint32_t slots)
+{
+	scenario_base(sc, "Q3 depth-fitting readers", "three 8-deep 4k readers, 300:300:100, 32 dispatch slots",
+		      slots, 6000 * MS);
+	sc->max_inflight = 32;
+	sc->warmup_ns = 1000 * MS;
+	const uint32_t weights[] = { 300, 300, 100 };
+	for (unsigned i = 0; i < 3; i++)
+		tenant_add(sc, (struct sim_tenant){ .name = i < 2 ? "heavy" : "light",
+						    .weight = weights[i], .depth = 8,
+						    .think_ns = 20 * US, .op = SCHED_OP_READ,
+						    .bytes = 4 * KIB, .sync = true, .journal = -1 });
+}

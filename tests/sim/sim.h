@@ -237,6 +237,11 @@ void sim_scenario_h6_reweight(struct sim_scenario *sc);
  * only a limit learned from the store (learn_depth) holds them back; with
  * max_inflight alone the store's queue serves them 1:1. */
 void sim_scenario_q1_queued_store(struct sim_scenario *sc, uint32_t slots);
+
+/* Q3: three 4 KiB readers of 8 jobs each at 300:300:100 on a fast store
+ * of slots slots behind 32 dispatch slots (bench/run's weights-3-3-1-d8):
+ * together within max_inflight, so only the holding door divides them. */
+void sim_scenario_q3_depth_fitting(struct sim_scenario *sc, uint32_t slots);
 /* The share of the store the tree promises tenant (0-based) or group
  * (0-based) at at_ns, if every tenant running then is backlogged: the
  * tenants between their start_ns and stop_ns, with the reweights up to
