@@ -34,8 +34,28 @@ static bool phase_shut(uint32_t phase)
 	return ((phase + 1) / 2) % 2 == 1;
 }
 
+/* What the open door let a queue take beyond a slice ahead of its share
+ * is not paid back once the door shuts: paid back, a light reader let in
+ * at every free slot before the first verdict was then shut out for
+ * seconds. */
+static void door_forgive(struct sched *s)
+{
+	struct sched_link *l;
+	sched_list_foreach(l, &s->all_queues) {
+		struct sched_queue *q = sched_list_entry(l, struct sched_queue, all_link);
+		struct wf2q_entity *e = &q->ent;
+		if (e->heap_pos < 0 || e->heap_which != WF2Q_WAITING || sched_wf2q_ahead_ok(&s->wq, e))
+			continue;
+		uint64_t back = e->start_vt - (s->wq.vtime + (e->finish_vt - e->start_vt));
+		e->start_vt -= back;
+		e->finish_vt -= back;
+		sched_wf2q_reposition(&s->wq, e);
+	}
+}
+
 static void door_decide(struct sched *s)
 {
+	bool shut = false;
 	struct sched_link *l;
 	sched_list_foreach(l, &s->all_queues) {
 		struct sched_queue *q = sched_list_entry(l, struct sched_queue, all_link);
@@ -43,9 +63,12 @@ static void door_decide(struct sched *s)
 		if (d->used)
 			d->shut = d->bytes[1] &&
 				  d->bytes[0] * 100 < d->bytes[1] * DOOR_KEEP_PCT;
+		shut |= d->shut;
 		d->bytes[0] = d->bytes[1] = 0;
 		d->used = false;
 	}
+	if (shut)
+		door_forgive(s);
 }
 
 /* The probe phase now, or -1 outside a probe; ends a probe that is over. */

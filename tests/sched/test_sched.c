@@ -1104,6 +1104,35 @@ START_TEST(door_verdict_stands_without_evidence)
 }
 END_TEST
 
+/* A light queue the open door let far ahead of its share (here placed
+ * there by hand: ten slices past V, waiting) keeps its lead while the
+ * verdict is open, and is brought back to one slice ahead when a probe
+ * shuts the door: paid back, its lead shut it out for seconds. */
+START_TEST(door_shut_forgives_what_the_open_door_gave)
+{
+	struct sched *s = new_sched(SCHED_POLICY_BFQ, 32);
+	struct sched_queue *a = queue(s, 1, 300), *c = queue(s, 3, 100);
+	struct sched_queue *qs[] = { a, c };
+	const uint64_t slice = 1000, v = s->wq.vtime;
+	c->ent.start_vt = v + 10 * slice;
+	c->ent.finish_vt = c->ent.start_vt + slice;
+	sched_wf2q_insert(&s->wq, &c->ent);
+	ck_assert_int_eq(c->ent.heap_which, WF2Q_WAITING);
+	const uint32_t even[][2] = { { 10, 10 }, { 10, 10 } };
+	door_probe(s, a, 1 * MS, qs, even, 2);
+	ck_assert(!a->door.shut);
+	ck_assert_uint_eq(c->ent.start_vt - s->wq.vtime, 10 * slice);
+	const uint32_t a_loses[][2] = { { 6, 10 }, { 10, 10 } };
+	door_probe(s, a, 5000 * MS, qs, a_loses, 2);
+	ck_assert(a->door.shut);
+	ck_assert_uint_eq(c->ent.start_vt - s->wq.vtime, slice);
+	ck_assert_uint_eq(c->ent.finish_vt - c->ent.start_vt, slice);
+	ck_assert_int_eq(c->ent.heap_which, WF2Q_WAITING);
+	sched_wf2q_remove(&s->wq, &c->ent);
+	sched_free(s);
+}
+END_TEST
+
 /* A store that stalls with a light deep tenant's requests at it: a heavy
  * depth-1 tenant coming back finds the slot the reserve kept for it, not a
  * wait for the deep one's requests to come back. Its last request left it
@@ -2849,6 +2878,7 @@ int main(void)
 	tcase_add_test(tc, reserve_keeps_a_slot_for_a_light_tenant);
 	tcase_add_test(tc, stalled_store_keeps_the_reserved_slot_for_its_tenant);
 	tcase_add_test(tc, door_verdict_stands_without_evidence);
+	tcase_add_test(tc, door_shut_forgives_what_the_open_door_gave);
 	tcase_add_test(tc, s6_engine_matches_reference);
 	tcase_add_test(tc, s6_resting_entity_holds_v_not_the_others);
 	tcase_add_test(tc, held_beside_a_waiting_deep_tenant_is_counted);
