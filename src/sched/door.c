@@ -37,14 +37,15 @@ static bool phase_shut(uint32_t phase)
 /* What the open door let a queue take beyond a slice ahead of its share
  * is not paid back once the door shuts: paid back, a light reader let in
  * at every free slot before the first verdict was then shut out for
- * seconds. */
+ * seconds. Any queue: in service, waiting, or out of the trees with its
+ * tags kept for its return. */
 static void door_forgive(struct sched *s)
 {
 	struct sched_link *l;
 	sched_list_foreach(l, &s->all_queues) {
 		struct sched_queue *q = sched_list_entry(l, struct sched_queue, all_link);
 		struct wf2q_entity *e = &q->ent;
-		if (e->heap_pos < 0 || e->heap_which != WF2Q_WAITING || sched_wf2q_ahead_ok(&s->wq, e))
+		if (sched_wf2q_ahead_ok(&s->wq, e))
 			continue;
 		uint64_t back = e->start_vt - (s->wq.vtime + (e->finish_vt - e->start_vt));
 		e->start_vt -= back;
