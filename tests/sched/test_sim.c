@@ -733,9 +733,9 @@ END_TEST
  * the light reader's requests let in beside a holder wait in its queue
  * and take the heavy readers' share; the probes find the holder moving
  * less with the door open and shut it (always open: about 1:1:1): 3:3:1,
- * the store as busy as under fifo. On 32 slots the light reader's 8 are room: the door stays open
- * (shares as under fifo), and shut it would leave a fifth of the store
- * idle. */
+ * the store as busy as under fifo. On 32 slots the light reader's 8 are
+ * room: the door stays open (shares as under fifo), and shut it would
+ * leave a fifth of the store idle. */
 START_TEST(q3_learned_door_follows_the_store)
 {
 	struct sim_scenario sc;

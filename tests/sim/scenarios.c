@@ -401,8 +401,8 @@ void sim_scenario_q1_queued_store(struct sim_scenario *sc, uint32_t slots)
 
 void sim_scenario_q3_depth_fitting(struct sim_scenario *sc, uint32_t slots)
 {
-	scenario_base(sc, "Q3 depth-fitting readers", "three 8-deep 4k readers, 300:300:100, 32 dispatch slots",
-		      slots, 6000 * MS);
+	scenario_base(sc, "Q3 depth-fitting readers",
+		      "three 8-deep 4k readers, 300:300:100, 32 dispatch slots", slots, 6000 * MS);
 	sc->max_inflight = 32;
 	sc->warmup_ns = 1000 * MS;
 	const uint32_t weights[] = { 300, 300, 100 };
