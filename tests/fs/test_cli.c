@@ -586,6 +586,48 @@ START_TEST(daemonized_mount_moves_data_intact)
 END_TEST
 
 /*
+ * A backing directory mounted over itself (a volume scheduled in place: its
+ * users keep their path): the daemon opens the directory before it mounts,
+ * so it serves what was there, and what is written through the mount is in
+ * the directory once it is unmounted.
+ */
+START_TEST(mounts_over_its_own_backing_directory)
+{
+	char out[4096];
+	test_write_file(path_in("b/before"), "there before the mount\n");
+	leftovers_add_mount(path_in("b"));
+	ck_assert_int_eq(run_cli(out, sizeof(out), "mount b b"), 0);
+	ck_assert_msg(test_is_fuse_mount(path_in("b")), "not mounted: %s", out);
+	char text[64] = "";
+	FILE *f = fopen(path_in("b/before"), "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(text, sizeof(text), f));
+	fclose(f);
+	ck_assert_str_eq(text, "there before the mount\n");
+	const size_t bytes = 1 << 20;
+	unsigned char *data;
+	ck_assert_int_eq(posix_memalign((void **)&data, 4096, bytes), 0);
+	for (size_t i = 0; i < bytes; i++)
+		data[i] = pattern_byte(i);
+	/* Direct: the write is the daemon's to do, not the page cache's. */
+	int fd = open(path_in("b/written"), O_CREAT | O_WRONLY | O_DIRECT, 0644);
+	ck_assert_msg(fd >= 0, "open: %s", strerror(errno));
+	ck_assert_int_eq(pwrite(fd, data, bytes, 0), (ssize_t)bytes);
+	ck_assert_int_eq(close(fd), 0);
+	free(data);
+	check_pattern(path_in("b/written"), bytes, true);
+	ck_assert_int_eq(run_cli(out, sizeof(out), "stat b --json"), 0);
+	char backing[700];
+	snprintf(backing, sizeof(backing), "\"backing\":\"%s\"", path_in("b"));
+	ck_assert_msg(strstr(out, backing), "%s not in: %s", backing, out);
+	ck_assert_int_eq(test_sh("fusermount3 -u '%s'", path_in("b")), 0);
+	ck_assert(!test_is_fuse_mount(path_in("b")));
+	check_pattern(path_in("b/written"), bytes, false);
+	ck_assert_int_eq(access(path_in("b/before"), R_OK), 0);
+}
+END_TEST
+
+/*
  * -o max_write splits large writes, direct and buffered, into requests of
  * that size, and leaves reads whole: a 1 MiB direct read is still one
  * request (libfuse would shrink max_pages with max_write; the channel puts
@@ -676,6 +718,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, repeated_listing_keeps_the_kernels_entries);
 	tcase_add_test(tc, changes_beside_the_mount_are_seen_at_once);
 	tcase_add_test(tc, daemonized_mount_moves_data_intact);
+	tcase_add_test(tc, mounts_over_its_own_backing_directory);
 	tcase_add_test(tc, max_write_splits_writes_not_reads);
 	tcase_add_test(tc, fstab_form_through_mount_fuse);
 	tcase_add_test(tc, sigterm_unmounts_cleanly);
