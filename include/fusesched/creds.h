@@ -23,6 +23,13 @@ struct creds {
 	gid_t gid;
 	int group_count;           /* 0: none known (not fetched, or the caller has none) */
 	gid_t groups[CREDS_MAX_GROUPS];
+	/*
+	 * CAP_FSETID kept through the switch: for a write the kernel did not
+	 * ask to drop setuid and setgid for (a mapping's stores written back,
+	 * a writer holding CAP_FSETID), which the backing filesystem would
+	 * otherwise drop because the opener lacks it.
+	 */
+	bool keep_fsetid;
 };
 
 /* Switches this thread to c; returns 0 or -errno (and stays as root). */
@@ -30,7 +37,7 @@ int creds_enter(const struct creds *c);
 /* Back to root with no supplementary groups. */
 void creds_leave(void);
 
-/* Same uid, gid and groups (in order). */
+/* Same uid, gid, groups (in order) and keep_fsetid. */
 bool creds_equal(const struct creds *a, const struct creds *b);
 
 /*

@@ -43,6 +43,9 @@ struct datapath_file {
 	struct creds opener;       /* with groups: its data is written as the opener (creds.h) */
 	uint32_t opener_tenant;    /* set by the datapath: pid-0 requests are charged here */
 	uint16_t ring_personality; /* set by the datapath: its io_uring id for opener, 0: none */
+	/* set by the datapath at the first write that keeps setuid/setgid
+	 * (write_keeps_privs): the id for opener with CAP_FSETID kept, 0: none yet */
+	_Atomic uint16_t ring_personality_keeping_privs;
 	bool issue_async;          /* set by the datapath: never issued inline (engine.c) */
 };
 
@@ -76,6 +79,13 @@ struct datapath_req {
 	 * else makes it durable: the kernel sends no fsync after it). 0: none.
 	 */
 	int write_rwf;
+	/*
+	 * WRITE the kernel did not flag to drop setuid and setgid
+	 * (FUSE_WRITE_KILL_SUIDGID): a mapping's stores written back, or a
+	 * writer holding CAP_FSETID. Done as a non-root opener, whom the
+	 * backing filesystem would have drop them, it keeps CAP_FSETID.
+	 */
+	bool write_keeps_privs;
 	int fallocate_mode;
 	/* COPY_RANGE: destination and flags. */
 	struct datapath_file *file_out;

@@ -9,6 +9,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* One capability back into this thread's effective set, from its permitted set. */
+static int raise_capability(int cap)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct data[2];
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return -errno;
+	data[cap / 32].effective |= 1u << (cap % 32);
+	return syscall(SYS_capset, &hdr, data) < 0 ? -errno : 0;
+}
+
 int creds_enter(const struct creds *c)
 {
 	int groups = c->group_count > 0 ? c->group_count : 0;
@@ -27,6 +38,13 @@ int creds_enter(const struct creds *c)
 		creds_leave();
 		return -EPERM;
 	}
+	if (c->keep_fsetid && c->uid != 0) {
+		int r = raise_capability(CAP_FSETID);
+		if (r) {
+			creds_leave();
+			return r;
+		}
+	}
 	return 0;
 }
 
@@ -40,19 +58,15 @@ void creds_leave(void)
 
 bool creds_equal(const struct creds *a, const struct creds *b)
 {
-	return a->uid == b->uid && a->gid == b->gid && a->group_count == b->group_count &&
+	return a->uid == b->uid && a->gid == b->gid && a->keep_fsetid == b->keep_fsetid &&
+	       a->group_count == b->group_count &&
 	       (a->group_count <= 0 ||
 		memcmp(a->groups, b->groups, (size_t)a->group_count * sizeof(a->groups[0])) == 0);
 }
 
 int creds_keep_mknod(void)
 {
-	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
-	struct __user_cap_data_struct data[2];
-	if (syscall(SYS_capget, &hdr, data) < 0)
-		return -errno;
-	data[CAP_MKNOD / 32].effective |= 1u << (CAP_MKNOD % 32);
-	return syscall(SYS_capset, &hdr, data) < 0 ? -errno : 0;
+	return raise_capability(CAP_MKNOD);
 }
 
 mode_t creds_umask_for_creation(mode_t mode, mode_t mask)

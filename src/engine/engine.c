@@ -112,6 +112,7 @@ struct engine_req {
 	const void *held_data;
 	int payload_pipe_fd;       /* a write whose payload waits in its worker's pipe; -1: none */
 	int write_rwf;             /* RWF_DSYNC, RWF_SYNC: durable before answered (datapath_req) */
+	bool keep_privs;           /* a non-root opener's write_keeps_privs: run with CAP_FSETID */
 	sem_t *held_go;            /* posted by the reactor at dispatch */
 	int held_res;              /* -ENOMEM: the reactor refused it, the worker finishes it */
 	bool scheduled;            /* enqueued: the scheduler holds it until the reactor releases it */
@@ -552,6 +553,12 @@ static int transfer_in_worker_as_opener(struct engine_req *er, void *buf)
 	const struct creds *opener = &er->file->opener;
 	bool switch_creds = er->op == DATAPATH_WRITE && !creds_are_root(opener);
 	if (switch_creds) {
+		struct creds keeping;
+		if (er->keep_privs) {
+			keeping = *opener;
+			keeping.keep_fsetid = true;
+			opener = &keeping;
+		}
 		int r = creds_enter(opener);
 		if (r)
 			return r;
@@ -652,6 +659,30 @@ static void run_solo(struct engine *e, struct engine_req *er, const void *write_
 	finish(e, er, res); /* gives the token back */
 }
 
+/*
+ * A write that keeps setuid/setgid, issued through the ring: its file's
+ * opener's personality with CAP_FSETID, registered at the first such write
+ * (from this worker: root, credentials not switched). Where none can be had
+ * (the personalities' bounds), it is written as the opener alone, and the
+ * backing filesystem drops them.
+ */
+static void ring_personality_keeping_privs(struct engine *e, struct engine_req *er)
+{
+	struct datapath_file *f = er->file;
+	if (atomic_load(&f->ring_personality_keeping_privs))
+		return;
+	struct creds keeping = f->opener;
+	keeping.keep_fsetid = true;
+	int id = personality_get(e->personalities, &keeping, f->opener_tenant);
+	if (id <= 0) {
+		er->keep_privs = false;
+		return;
+	}
+	uint16_t none = 0;
+	if (!atomic_compare_exchange_strong(&f->ring_personality_keeping_privs, &none, (uint16_t)id))
+		personality_put(e->personalities, id); /* another worker's came first */
+}
+
 static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 {
 	struct engine *e = (struct engine *)dp;
@@ -670,6 +701,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 		er->buf = (void *)r->write_data;
 	er->payload_pipe_fd = r->op == DATAPATH_WRITE && r->write_piped ? r->write_pipe_fd : -1;
 	er->write_rwf = r->op == DATAPATH_WRITE ? r->write_rwf : 0;
+	er->keep_privs = r->op == DATAPATH_WRITE && r->write_keeps_privs && !creds_are_root(&r->file->opener);
 	er->req = r->req;
 	er->op = r->op;
 	er->file = r->file;
@@ -735,6 +767,8 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 			return;
 		}
 	}
+	if (!held && er->keep_privs)
+		ring_personality_keeping_privs(e, er);
 	push_to_reactor(e, &e->handoff, er);
 	if (held)
 		run_held_write(e, er, &go);
@@ -931,6 +965,7 @@ static void engine_file_released(struct datapath *dp, struct datapath_file *f)
 {
 	struct engine *e = (struct engine *)dp;
 	personality_put(e->personalities, f->ring_personality);
+	personality_put(e->personalities, atomic_load(&f->ring_personality_keeping_privs));
 	engine_handle_released(dp, f->opener_tenant, f->opener.uid);
 }
 
@@ -1237,7 +1272,9 @@ static void issue(struct engine *e, struct engine_req *er)
 	case DATAPATH_META:
 		break; /* run by an executor (above) */
 	}
-	sqe->personality = er->file->ring_personality; /* as the opener (personality.h) */
+	/* as the opener (personality.h) */
+	sqe->personality = er->keep_privs ? atomic_load(&er->file->ring_personality_keeping_privs)
+					  : er->file->ring_personality;
 	if (er->file->issue_async)
 		io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
 	io_uring_sqe_set_data(sqe, er);

@@ -207,6 +207,7 @@ void fs_caller_creds(fuse_req_t req, bool with_groups, struct creds *out)
 	out->uid = ctx->uid;
 	out->gid = ctx->gid;
 	out->group_count = 0;
+	out->keep_fsetid = false;
 	if (!with_groups || creds_are_root(out))
 		return;
 	int n = fuse_req_getgroups(req, CREDS_MAX_GROUPS, out->groups);

@@ -406,6 +406,7 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 		.write_piped = piped >= 0,
 		.write_pipe_fd = piped,
 		.write_rwf = asked <= f->open_durability ? 0 : asked == 2 ? RWF_SYNC : RWF_DSYNC,
+		.write_keeps_privs = !fs_request_drops_privs(),
 	};
 	submit(req, &r);
 }

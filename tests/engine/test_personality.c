@@ -49,12 +49,19 @@ START_TEST(one_personality_per_credential_set)
 	ck_assert_int_gt(id_c, 0);
 	ck_assert_int_ne(id_a, id_b);
 	ck_assert_int_ne(id_a, id_c);
-	ck_assert_uint_eq(personality_count(pc), 3);
+	/* The same ids keeping CAP_FSETID are a set of their own. */
+	struct creds a_keeping = a;
+	a_keeping.keep_fsetid = true;
+	int id_k = personality_get(pc, &a_keeping, 0);
+	ck_assert_int_gt(id_k, 0);
+	ck_assert_int_ne(id_k, id_a);
+	ck_assert_uint_eq(personality_count(pc), 4);
 	personality_put(pc, id_a);
 	personality_put(pc, id_a);
 	personality_put(pc, id_b);
 	personality_put(pc, id_c);
-	ck_assert_uint_eq(personality_count(pc), 3); /* idle, kept: under idle_max */
+	personality_put(pc, id_k);
+	ck_assert_uint_eq(personality_count(pc), 4); /* idle, kept: under idle_max */
 	ck_assert_int_eq(personality_get(pc, &a, 0), id_a); /* reused, not registered again */
 	personality_put(pc, id_a);
 	personality_cache_free(pc);

@@ -1,12 +1,14 @@
 /*
  * The mount against a directory of the same filesystem, as a model: one
  * seeded random sequence of POSIX calls (opens with assorted flags, reads
- * and writes at odd offsets, truncation, holes, renames, links, modes,
- * xattrs, copies, fifos) is made on a directory through the mount and on a
- * reference directory beside the backing one, and every call must give the
+ * and writes at odd offsets, stores through shared mappings, truncation,
+ * holes, renames, links, modes, owners, xattrs, copies, fifos) is made on a
+ * directory through the mount and on a reference directory beside the
+ * backing one, and every call must give the
  * same result on both: the same return value or errno, the same bytes, the
  * same type, mode, size, link count and owner; at the end both trees must
- * be the same. As root and as an unprivileged user, so permission checks
+ * be the same. FS_MODEL_SEED_OFFSET=N in the environment shifts every
+ * test's seeds by N, to search past the ones CI runs. As root and as an unprivileged user, so permission checks
  * and privilege clearing are compared too; on a plain mount, on one
  * with the kernel's writeback cache, and on one that splices large buffered
  * writes (with payloads up to past 1 MiB drawn); and as four tenants at once, so that
@@ -183,7 +185,7 @@ enum {
 	OP_FALLOCATE, OP_PUNCH, OP_SEEK, OP_UNLINK, OP_RENAME, OP_RENAME_NOREPLACE,
 	OP_RENAME_EXCHANGE, OP_MKDIR, OP_RMDIR, OP_LINK, OP_SYMLINK, OP_STAT, OP_LSTAT, OP_FSTAT,
 	OP_CHMOD, OP_READDIR, OP_SETXATTR, OP_GETXATTR, OP_LISTXATTR, OP_REMOVEXATTR, OP_UTIMENS,
-	OP_COPY_RANGE, OP_MKFIFO, OP_READLINK, OP_ACCESS, OP_COUNT
+	OP_COPY_RANGE, OP_MKFIFO, OP_READLINK, OP_ACCESS, OP_CHOWN, OP_MMAP_WRITE, OP_COUNT
 };
 
 static const char *const OP_NAMES[OP_COUNT] = {
@@ -191,7 +193,7 @@ static const char *const OP_NAMES[OP_COUNT] = {
 	"fallocate", "punch", "lseek", "unlink", "rename", "rename_noreplace", "rename_exchange",
 	"mkdir", "rmdir", "link", "symlink", "stat", "lstat", "fstat", "chmod", "readdir",
 	"setxattr", "getxattr", "listxattr", "removexattr", "utimensat", "copy_file_range",
-	"mkfifo", "readlink", "access"};
+	"mkfifo", "readlink", "access", "chown", "mmap_write"};
 
 static void draw(uint64_t *s, struct step *st)
 {
@@ -203,7 +205,7 @@ static void draw(uint64_t *s, struct step *st)
 	/* A third of the steps work on open files, the rest on names. */
 	static const uint32_t on_files[] = {OP_OPEN, OP_OPEN, OP_WRITE, OP_PWRITE, OP_PREAD,
 					    OP_PREAD, OP_FTRUNCATE, OP_FSTAT, OP_SEEK, OP_FALLOCATE,
-					    OP_PUNCH, OP_FSYNC, OP_CLOSE};
+					    OP_PUNCH, OP_FSYNC, OP_CLOSE, OP_MMAP_WRITE};
 	st->op = pick(s, 3) ? pick(s, OP_COUNT) : on_files[pick(s, COUNT(on_files))];
 	st->p = NAMES[pick(s, COUNT(NAMES))];
 	st->q = NAMES[pick(s, COUNT(NAMES))];
@@ -421,6 +423,47 @@ static void run_step(struct side *sd, const struct step *st, struct outcome *o, 
 	case OP_ACCESS:
 		r = access(p, R_OK | W_OK);
 		break;
+	case OP_CHOWN: {
+		/* To the caller's own group (a member may), and to others' ids
+		 * (only root may): either way setuid and setgid bits go as on
+		 * the backing filesystem. */
+		static const struct {
+			uid_t uid;
+			gid_t gid;
+		} to[] = {{(uid_t)-1, (gid_t)-1}, {USER_UID, USER_GID}, {0, 0}, {(uid_t)-1, 0}};
+		uint32_t k = st->slot;
+		r = k == 0 ? chown(p, (uid_t)-1, getegid()) : chown(p, to[k].uid, to[k].gid);
+		break;
+	}
+	case OP_MMAP_WRITE: {
+		/* Stores into a shared mapping of the open file's first pages,
+		 * written back with msync: the kernel's writeback, not a write
+		 * call, sends them. */
+		if (fd < 0 || fstat(fd, &sb) < 0) {
+			r = fd < 0 ? -2 : -1;
+			break;
+		}
+		size_t bytes = sb.st_size < 8192 ? (size_t)sb.st_size : 8192;
+		if (bytes == 0) {
+			r = -3; /* nothing to map: mmap of 0 bytes is EINVAL on both */
+			break;
+		}
+		void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED) {
+			r = -1;
+			break;
+		}
+		size_t at = (size_t)st->off % bytes;
+		size_t n = st->len < bytes - at ? st->len : bytes - at;
+		memset((char *)map + at, st->fill, n);
+		r = msync(map, bytes, MS_SYNC);
+		int e = errno;
+		munmap(map, bytes);
+		errno = e;
+		if (r == 0)
+			r = (long)n;
+		break;
+	}
 	}
 	o->ret = r;
 	o->err = r == -1 ? errno : 0;
@@ -527,8 +570,8 @@ static int run_sequence(void *arg)
 		if (getenv("FS_MODEL_TRACE")) {
 			char da[300];
 			describe(da, sizeof(da), &oa);
-			fprintf(stderr, "%d %s %s %s %s slot %u flags %#o off %lld len %zu whence %d: %s\n", i,
-				OP_NAMES[st.op], st.p, st.q, st.d, st.slot, st.open_flags,
+			fprintf(stderr, "seed %llu step %d %s %s %s %s slot %u flags %#o off %lld len %zu whence %d: %s\n",
+				(unsigned long long)sq->seed, i, OP_NAMES[st.op], st.p, st.q, st.d, st.slot, st.open_flags,
 				(long long)st.off, st.len, st.whence, da);
 		}
 		if (!same(&oa, &ob)) {
@@ -581,9 +624,17 @@ static void require_every_operation_exercised(struct sequence *sq)
 	munmap(sq, sizeof(*sq));
 }
 
+/* FS_MODEL_SEED_OFFSET, or 0. */
+static uint64_t seed_offset(void)
+{
+	const char *v = getenv("FS_MODEL_SEED_OFFSET");
+	return v ? strtoull(v, NULL, 10) : 0;
+}
+
 /* Seed's pair of directories: one through the mount, one beside the backing. */
 static void pair_paths(struct sequence *sq, uint64_t seed)
 {
+	seed += seed_offset();
 	char rel[32];
 	snprintf(rel, sizeof(rel), "seq%llu", (unsigned long long)seed);
 	sq->seed = seed;

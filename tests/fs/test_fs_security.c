@@ -11,6 +11,7 @@
 #include <grp.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +24,13 @@ static struct test_mount M;
 static void mount_up(void)
 {
 	test_mount_start(&M, NULL);
+}
+
+/* Every data request through the ring (the personalities' path). */
+static void mount_up_uring_only(void)
+{
+	static const char *const args[] = {"-o", "uring_only", NULL};
+	test_mount_start(&M, args);
 }
 
 static void mount_down(void)
@@ -302,6 +310,96 @@ START_TEST(setuid_given_while_open_cleared_by_next_write)
 }
 END_TEST
 
+/* As the owner: a byte stored through a shared mapping of the file, written back by msync. */
+static int store_through_mapping(void *arg)
+{
+	int fd = open(arg, O_RDWR);
+	if (fd < 0)
+		return errno;
+	char *map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	int r = map == MAP_FAILED ? errno : 0;
+	if (!r) {
+		map[1] = 'x';
+		r = msync(map, 4096, MS_SYNC) == 0 ? 0 : errno;
+		munmap(map, 4096);
+	}
+	close(fd);
+	return r;
+}
+
+/* Root writing through a descriptor the user opened (opened with the user's
+ * effective ids, written with root's again): 0, or where it failed. */
+static int root_writes_through_users_descriptor(const char *path)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (setegid(USER_GID) != 0 || seteuid(USER_UID) != 0)
+			_exit(100);
+		int fd = open(path, O_WRONLY);
+		if (fd < 0)
+			_exit(101);
+		if (seteuid(0) != 0 || setegid(0) != 0)
+			_exit(102);
+		_exit(write(fd, "root", 4) == 4 ? 0 : 103);
+	}
+	int status = 0;
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+}
+
+/* PATH made with some bytes, owned by the user, setuid and setgid with group execute. */
+static void make_users_file_with_privs(const char *path)
+{
+	int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "content", 7), 7);
+	close(fd);
+	ck_assert_int_eq(chown(path, USER_UID, USER_GID), 0);
+	ck_assert_int_eq(chmod(path, 06750), 0);
+}
+
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+	ck_assert_int_eq(stat(path, &st), 0);
+	return st.st_mode & 07777;
+}
+
+/*
+ * Writes the kernel does not ask to drop setuid/setgid for keep them, as on
+ * the backing filesystem itself: the owner's stores through a shared
+ * mapping (written back with no caller) and root's write through a
+ * descriptor the user opened. The daemon writes as the opener, who lacks
+ * CAP_FSETID, so the backing filesystem would drop them; it keeps that one
+ * capability for such writes (on the ring too: a mount with uring_only).
+ */
+START_TEST(setuid_kept_where_the_kernel_keeps_it)
+{
+	char reference[600];
+	snprintf(reference, sizeof(reference), "%s/keep-reference", M.root);
+	const char *through = test_mnt_path(&M, "keep");
+	make_users_file_with_privs(reference);
+	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, store_through_mapping, reference), 0);
+	mode_t expected = mode_of(reference);
+	make_users_file_with_privs(through);
+	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, store_through_mapping, (void *)through), 0);
+	ck_assert_msg(backing_mode("keep") == expected, "stored through a mapping: %o, on the backing filesystem %o",
+		      backing_mode("keep"), expected);
+
+	make_users_file_with_privs(reference);
+	ck_assert_int_eq(root_writes_through_users_descriptor(reference), 0);
+	expected = mode_of(reference);
+	make_users_file_with_privs(through);
+	ck_assert_int_eq(root_writes_through_users_descriptor(through), 0);
+	ck_assert_msg(backing_mode("keep") == expected, "written by root: %o, on the backing filesystem %o",
+		      backing_mode("keep"), expected);
+	/* And the user's own write still drops them. */
+	ck_assert_int_eq(test_run_as(USER_UID, USER_GID, write_file_errno, (void *)through), 0);
+	ck_assert_int_eq(backing_mode("keep"), 0750);
+	unlink(reference);
+}
+END_TEST
+
 /*
  * The daemon drops setuid/setgid itself (FUSE_HANDLE_KILLPRIV_V2), so the
  * kernel asks for security.capability once per file, not before every
@@ -408,7 +506,14 @@ static Suite *security_suite(void)
 	tcase_add_test(tc, writes_do_not_ask_for_security_capability);
 	tcase_add_test(tc, dotdot_and_symlinks_stay_inside);
 	tcase_add_test(tc, inode_flags_are_checked_for_the_caller);
+	tcase_add_test(tc, setuid_kept_where_the_kernel_keeps_it);
 	suite_add_tcase(s, tc);
+	TCase *ring = tcase_create("uring_only");
+	tcase_add_unchecked_fixture(ring, leftovers_init, leftovers_cleanup);
+	tcase_add_unchecked_fixture(ring, mount_up_uring_only, mount_down);
+	tcase_set_timeout(ring, 60);
+	tcase_add_test(ring, setuid_kept_where_the_kernel_keeps_it);
+	suite_add_tcase(s, ring);
 	return s;
 }
 
