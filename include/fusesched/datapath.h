@@ -46,6 +46,9 @@ struct datapath_file {
 	/* set by the datapath at the first write that keeps setuid/setgid
 	 * (write_keeps_privs): the id for opener with CAP_FSETID kept, 0: none yet */
 	_Atomic uint16_t ring_personality_keeping_privs;
+	/* an O_DIRECT file's twin without O_DIRECT, for the kernel's own writes
+	 * (write_buffered), opened at the first; -1: none */
+	_Atomic int buffered_fd;
 	bool issue_async;          /* set by the datapath: never issued inline (engine.c) */
 };
 
@@ -86,6 +89,12 @@ struct datapath_req {
 	 * backing filesystem would have drop them, it keeps CAP_FSETID.
 	 */
 	bool write_keeps_privs;
+	/*
+	 * WRITE of an O_DIRECT file made by the kernel from its page cache
+	 * (writeback: no caller), which ends where the file does, not on a
+	 * block boundary: it goes to file->buffered_fd, as buffered I/O.
+	 */
+	bool write_buffered;
 	int fallocate_mode;
 	/* COPY_RANGE: destination and flags. */
 	struct datapath_file *file_out;

@@ -113,6 +113,8 @@ struct engine_req {
 	int payload_pipe_fd;       /* a write whose payload waits in its worker's pipe; -1: none */
 	int write_rwf;             /* RWF_DSYNC, RWF_SYNC: durable before answered (datapath_req) */
 	bool keep_privs;           /* a non-root opener's write_keeps_privs: run with CAP_FSETID */
+	int fd;                    /* its transfer's descriptor: the file's, or its buffered twin */
+	bool direct;               /* the descriptor is O_DIRECT: buffers and lengths aligned */
 	sem_t *held_go;            /* posted by the reactor at dispatch */
 	int held_res;              /* -ENOMEM: the reactor refused it, the worker finishes it */
 	bool scheduled;            /* enqueued: the scheduler holds it until the reactor releases it */
@@ -467,7 +469,7 @@ static void push_to_reactor(struct engine *e, _Atomic(struct engine_req *) *stac
  */
 static bool try_hold_worker(struct engine *e, const struct datapath_req *r, uint32_t tenant)
 {
-	if (r->op != DATAPATH_WRITE || r->file->direct || tenant >= e->max_tenants)
+	if (r->op != DATAPATH_WRITE || (r->file->direct && !r->write_buffered) || tenant >= e->max_tenants)
 		return false;
 	atomic_uint *mine = &e->per_tenant[tenant].held_writes;
 	if (atomic_fetch_add(mine, 1) < e->held_writes_per_tenant) {
@@ -491,11 +493,11 @@ static int transfer_in_worker(struct engine_req *er, void *buf)
 		char *at = (char *)buf + er->done_bytes;
 		off_t off = (off_t)(er->offset_bytes + er->done_bytes);
 		struct iovec iov = { .iov_base = at, .iov_len = left };
-		ssize_t n = write ? pwritev2(er->file->fd, &iov, 1, off, er->write_rwf)
-				  : pread(er->file->fd, at, left, off);
+		ssize_t n = write ? pwritev2(er->fd, &iov, 1, off, er->write_rwf)
+				  : pread(er->fd, at, left, off);
 		if (n > 0) {
 			er->done_bytes += (uint64_t)n;
-			if (er->file->direct && (size_t)n < left)
+			if (er->direct && (size_t)n < left)
 				break;
 		} else if (n < 0 && errno == EINTR) {
 			continue;
@@ -520,7 +522,7 @@ static int splice_in_worker(struct engine_req *er)
 {
 	while (er->done_bytes < er->size_bytes) {
 		loff_t off = (loff_t)(er->offset_bytes + er->done_bytes);
-		ssize_t n = splice(er->payload_pipe_fd, NULL, er->file->fd, &off,
+		ssize_t n = splice(er->payload_pipe_fd, NULL, er->fd, &off,
 				   er->size_bytes - er->done_bytes, SPLICE_F_MOVE);
 		if (n > 0) {
 			er->done_bytes += (uint64_t)n;
@@ -538,7 +540,7 @@ static int splice_in_worker(struct engine_req *er)
 		}
 	}
 	/* splice takes no RWF flags: the file's data is made durable after */
-	if (er->write_rwf && (er->write_rwf & RWF_SYNC ? fsync(er->file->fd) : fdatasync(er->file->fd)) < 0)
+	if (er->write_rwf && (er->write_rwf & RWF_SYNC ? fsync(er->fd) : fdatasync(er->fd)) < 0)
 		return -errno;
 	return 0;
 }
@@ -634,7 +636,7 @@ static void run_solo(struct engine *e, struct engine_req *er, const void *write_
 	case DATAPATH_WRITE:
 		/* A read needs a buffer to reply from; direct I/O an aligned one
 		 * (a payload read into an engine buffer already is). */
-		if (er->op == DATAPATH_READ || (er->file->direct && !er->buf)) {
+		if (er->op == DATAPATH_READ || (er->direct && !er->buf)) {
 			if (!(er->buf = bufpool_get(e->buffers, er->size_bytes))) {
 				res = -ENOMEM;
 				break;
@@ -702,6 +704,9 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->payload_pipe_fd = r->op == DATAPATH_WRITE && r->write_piped ? r->write_pipe_fd : -1;
 	er->write_rwf = r->op == DATAPATH_WRITE ? r->write_rwf : 0;
 	er->keep_privs = r->op == DATAPATH_WRITE && r->write_keeps_privs && !creds_are_root(&r->file->opener);
+	bool buffered = r->op == DATAPATH_WRITE && r->write_buffered;
+	er->fd = r->op == DATAPATH_META ? -1 : buffered ? atomic_load(&r->file->buffered_fd) : r->file->fd;
+	er->direct = r->op != DATAPATH_META && r->file->direct && !buffered;
 	er->req = r->req;
 	er->op = r->op;
 	er->file = r->file;
@@ -724,7 +729,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 	er->sched.bytes = r->op == DATAPATH_FALLOCATE ? 0 : er->size_bytes;
 	/* (a META request has no file) */
 	er->sched.dsync = r->op == DATAPATH_WRITE && (r->file->sync_writes || er->write_rwf);
-	er->sched.sync = r->op != DATAPATH_WRITE || er->sched.dsync || r->file->direct;
+	er->sched.sync = r->op != DATAPATH_WRITE || er->sched.dsync || er->direct;
 	if (r->op == DATAPATH_META) {
 		if (er->tenant < e->max_tenants)
 			atomic_fetch_add(&e->per_tenant[er->tenant].meta_handed, 1);
@@ -1247,15 +1252,15 @@ static void issue(struct engine *e, struct engine_req *er)
 	switch (er->op) {
 	case DATAPATH_READ:
 		if (fixed)
-			io_uring_prep_read_fixed(sqe, er->file->fd, buf, left, off, 0);
+			io_uring_prep_read_fixed(sqe, er->fd, buf, left, off, 0);
 		else
-			io_uring_prep_read(sqe, er->file->fd, buf, left, off);
+			io_uring_prep_read(sqe, er->fd, buf, left, off);
 		break;
 	case DATAPATH_WRITE:
 		if (fixed)
-			io_uring_prep_write_fixed(sqe, er->file->fd, buf, left, off, 0);
+			io_uring_prep_write_fixed(sqe, er->fd, buf, left, off, 0);
 		else
-			io_uring_prep_write(sqe, er->file->fd, buf, left, off);
+			io_uring_prep_write(sqe, er->fd, buf, left, off);
 		sqe->rw_flags = er->write_rwf;
 		break;
 	case DATAPATH_FSYNC:
@@ -1292,7 +1297,7 @@ static void on_completion(struct engine *e, struct engine_req *er, int res)
 	if (transfer && res > 0) {
 		er->done_bytes += (uint64_t)res;
 		/* A short transfer continues where it stopped; a direct one could not (alignment). */
-		if (er->done_bytes < er->size_bytes && !er->file->direct) {
+		if (er->done_bytes < er->size_bytes && !er->direct) {
 			issue(e, er);
 			return;
 		}

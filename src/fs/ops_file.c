@@ -72,6 +72,7 @@ static struct fs_file *file_new(int fd, int flags, bool direct, fuse_req_t req,
 	f->data.sync_writes = f->open_durability > 0;
 	f->data.opener_pid = fuse_req_ctx(req)->pid;
 	f->data.opener = *opener;
+	f->data.buffered_fd = -1;
 	return f;
 }
 
@@ -81,6 +82,8 @@ static void file_close(struct fs *fs, struct fs_handle *h)
 	struct fs_file *f = (struct fs_file *)h;
 	fs->datapath->file_released(fs->datapath, &f->data);
 	close(f->data.fd);
+	if (f->data.buffered_fd >= 0)
+		close(f->data.buffered_fd);
 	inode_table_fd_drop(fs->inodes, f->node_id);
 	free(f);
 }
@@ -384,6 +387,32 @@ void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	submit(req, &r);
 }
 
+/*
+ * The kernel writes back its page cache (the writeback cache, or a shared
+ * mapping) through any writable open file of the inode, an O_DIRECT one
+ * included, and the last page of a file ends where the file does: such a
+ * write to an O_DIRECT backing descriptor fails (EINVAL), and the caller
+ * whose open or fsync waited for the writeback sees EIO. They go to a twin
+ * of the file without O_DIRECT, opened as the opener at the first one and
+ * closed with the file. False where it cannot be had (the direct
+ * descriptor is used, as before).
+ */
+static bool buffered_twin(struct fs *fs, struct fs_file *f)
+{
+	if (atomic_load(&f->data.buffered_fd) >= 0)
+		return true;
+	int flags = fcntl(f->data.fd, F_GETFL);
+	if (flags < 0)
+		return false;
+	int fd = reopen_backing(fs, &f->data.opener, f->data.fd, flags & ~O_DIRECT);
+	if (fd < 0)
+		return false;
+	int none = -1;
+	if (!atomic_compare_exchange_strong(&f->data.buffered_fd, &none, fd))
+		close(fd); /* another worker's came first */
+	return true;
+}
+
 void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		 struct fuse_file_info *fi)
 {
@@ -407,6 +436,8 @@ void fs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, o
 		.write_pipe_fd = piped,
 		.write_rwf = asked <= f->open_durability ? 0 : asked == 2 ? RWF_SYNC : RWF_DSYNC,
 		.write_keeps_privs = !fs_request_drops_privs(),
+		.write_buffered = f->data.direct && fuse_req_ctx(req)->pid == 0 &&
+				  buffered_twin(fs_of(req), f),
 	};
 	submit(req, &r);
 }

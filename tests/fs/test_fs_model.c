@@ -185,7 +185,8 @@ enum {
 	OP_FALLOCATE, OP_PUNCH, OP_SEEK, OP_UNLINK, OP_RENAME, OP_RENAME_NOREPLACE,
 	OP_RENAME_EXCHANGE, OP_MKDIR, OP_RMDIR, OP_LINK, OP_SYMLINK, OP_STAT, OP_LSTAT, OP_FSTAT,
 	OP_CHMOD, OP_READDIR, OP_SETXATTR, OP_GETXATTR, OP_LISTXATTR, OP_REMOVEXATTR, OP_UTIMENS,
-	OP_COPY_RANGE, OP_MKFIFO, OP_READLINK, OP_ACCESS, OP_CHOWN, OP_MMAP_WRITE, OP_COUNT
+	OP_COPY_RANGE, OP_MKFIFO, OP_READLINK, OP_ACCESS, OP_CHOWN, OP_MMAP_WRITE, OP_FCHMOD,
+	OP_FCHOWN, OP_FDATASYNC, OP_DIRECT_RW, OP_TMPFILE_LINK, OP_COUNT
 };
 
 static const char *const OP_NAMES[OP_COUNT] = {
@@ -193,7 +194,8 @@ static const char *const OP_NAMES[OP_COUNT] = {
 	"fallocate", "punch", "lseek", "unlink", "rename", "rename_noreplace", "rename_exchange",
 	"mkdir", "rmdir", "link", "symlink", "stat", "lstat", "fstat", "chmod", "readdir",
 	"setxattr", "getxattr", "listxattr", "removexattr", "utimensat", "copy_file_range",
-	"mkfifo", "readlink", "access", "chown", "mmap_write"};
+	"mkfifo", "readlink", "access", "chown", "mmap_write", "fchmod", "fchown", "fdatasync",
+	"direct_rw", "tmpfile_link"};
 
 static void draw(uint64_t *s, struct step *st)
 {
@@ -205,7 +207,8 @@ static void draw(uint64_t *s, struct step *st)
 	/* A third of the steps work on open files, the rest on names. */
 	static const uint32_t on_files[] = {OP_OPEN, OP_OPEN, OP_WRITE, OP_PWRITE, OP_PREAD,
 					    OP_PREAD, OP_FTRUNCATE, OP_FSTAT, OP_SEEK, OP_FALLOCATE,
-					    OP_PUNCH, OP_FSYNC, OP_CLOSE, OP_MMAP_WRITE};
+					    OP_PUNCH, OP_FSYNC, OP_CLOSE, OP_MMAP_WRITE, OP_FCHMOD,
+					    OP_FCHOWN, OP_FDATASYNC};
 	st->op = pick(s, 3) ? pick(s, OP_COUNT) : on_files[pick(s, COUNT(on_files))];
 	st->p = NAMES[pick(s, COUNT(NAMES))];
 	st->q = NAMES[pick(s, COUNT(NAMES))];
@@ -423,7 +426,8 @@ static void run_step(struct side *sd, const struct step *st, struct outcome *o, 
 	case OP_ACCESS:
 		r = access(p, R_OK | W_OK);
 		break;
-	case OP_CHOWN: {
+	case OP_CHOWN:
+	case OP_FCHOWN: {
 		/* To the caller's own group (a member may), and to others' ids
 		 * (only root may): either way setuid and setgid bits go as on
 		 * the backing filesystem. */
@@ -431,8 +435,58 @@ static void run_step(struct side *sd, const struct step *st, struct outcome *o, 
 			uid_t uid;
 			gid_t gid;
 		} to[] = {{(uid_t)-1, (gid_t)-1}, {USER_UID, USER_GID}, {0, 0}, {(uid_t)-1, 0}};
-		uint32_t k = st->slot;
-		r = k == 0 ? chown(p, (uid_t)-1, getegid()) : chown(p, to[k].uid, to[k].gid);
+		uint32_t k = st->op == OP_CHOWN ? st->slot : st->fill % COUNT(to);
+		uid_t uid = k == 0 ? (uid_t)-1 : to[k].uid;
+		gid_t gid = k == 0 ? getegid() : to[k].gid;
+		r = st->op == OP_CHOWN ? chown(p, uid, gid) : fd < 0 ? -2 : fchown(fd, uid, gid);
+		break;
+	}
+	case OP_FCHMOD:
+		r = fd < 0 ? -2 : fchmod(fd, st->mode);
+		break;
+	case OP_FDATASYNC:
+		r = fd < 0 ? -2 : fdatasync(fd);
+		break;
+	case OP_DIRECT_RW: {
+		/* Direct I/O of whole blocks beside the slots' buffered I/O: what
+		 * one writes the other must read, page cache or not. */
+		int dfd = open(p, O_RDWR | O_DIRECT | O_NONBLOCK);
+		if (dfd < 0) {
+			r = -1;
+			break;
+		}
+		off_t at = st->off & ~(off_t)4095;
+		size_t n = st->len <= 4096 ? 4096 : 8192;
+		memset(data, st->fill, n);
+		r = pwrite(dfd, data, n, at);
+		if (r >= 0) {
+			memset(data, 0, n);
+			r = pread(dfd, data, n, at);
+			if (r > 0)
+				o->digest = digest(data, (size_t)r);
+		}
+		int e = errno;
+		close(dfd);
+		errno = e;
+		break;
+	}
+	case OP_TMPFILE_LINK: {
+		/* A file made unnamed in d, written, then given the name q. */
+		int tfd = open(d, O_TMPFILE | O_RDWR, st->mode & 0777);
+		if (tfd < 0) {
+			r = -1;
+			break;
+		}
+		memset(data, st->fill, st->len % 5001);
+		r = write(tfd, data, st->len % 5001);
+		if (r >= 0) {
+			char proc[64];
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", tfd);
+			r = linkat(AT_FDCWD, proc, AT_FDCWD, q, AT_SYMLINK_FOLLOW);
+		}
+		int e = errno;
+		close(tfd);
+		errno = e;
 		break;
 	}
 	case OP_MMAP_WRITE: {
@@ -556,7 +610,8 @@ static int run_sequence(void *arg)
 		a.fd[i] = b.fd[i] = -1;
 	/* A write to a fifo whose reader closed fails with EPIPE on both sides. */
 	signal(SIGPIPE, SIG_IGN);
-	char *data = malloc(LARGE_MAX);
+	/* Aligned for direct I/O. */
+	char *data = aligned_alloc(4096, (LARGE_MAX + 4095) / 4096 * 4096);
 	uint64_t s = sq->seed * 0x9e3779b97f4a7c15ull + 1;
 	int bad = 0;
 	for (int i = 0; i < STEPS && !bad; i++) {
