@@ -1,19 +1,21 @@
 /*
  * The mount against a directory of the same filesystem, as a model: one
  * seeded random sequence of POSIX calls (opens with assorted flags, reads
- * and writes at odd offsets, stores through shared mappings, truncation,
- * holes, renames, links, modes, owners, xattrs, copies, fifos) is made on a
- * directory through the mount and on a reference directory beside the
- * backing one, and every call must give the
- * same result on both: the same return value or errno, the same bytes, the
- * same type, mode, size, link count and owner; at the end both trees must
- * be the same. FS_MODEL_SEED_OFFSET=N in the environment shifts every
- * test's seeds by N, to search past the ones CI runs. As root and as an unprivileged user, so permission checks
- * and privilege clearing are compared too; on a plain mount, on one
- * with the kernel's writeback cache, and on one that splices large buffered
- * writes (with payloads up to past 1 MiB drawn); and as four tenants at once, so that
- * requests go through the scheduler, not only a lone tenant's path. A divergence names the seed and
- * step, so it can be replayed.
+ * and writes at odd offsets, direct I/O beside them, stores through shared
+ * mappings, truncation, holes, renames, links, unnamed files linked in,
+ * modes, owners, xattrs, copies, fifos) is made on a directory through the
+ * mount and on a reference directory beside the backing one, and every
+ * call must give the same result on both: the same return value or errno,
+ * the same bytes, the same type, mode, size, link count and owner; at the
+ * end both trees must be the same. As root and as an unprivileged user, so
+ * permission checks and privilege clearing are compared too; on a plain
+ * mount, on one with the kernel's writeback cache, and on one that splices
+ * large buffered writes (with payloads up to past 1 MiB drawn); and as four
+ * tenants at once, so that requests go through the scheduler, not only a
+ * lone tenant's path. A divergence names the seed and step, so it can be
+ * replayed (FS_MODEL_TRACE=1 prints every step). FS_MODEL_SEED_OFFSET=N in
+ * the environment shifts every test's seeds by N, to search past the ones
+ * CI runs.
  */
 #include "leftovers.h"
 #include "ctl_test_util.h"
@@ -186,7 +188,7 @@ enum {
 	OP_RENAME_EXCHANGE, OP_MKDIR, OP_RMDIR, OP_LINK, OP_SYMLINK, OP_STAT, OP_LSTAT, OP_FSTAT,
 	OP_CHMOD, OP_READDIR, OP_SETXATTR, OP_GETXATTR, OP_LISTXATTR, OP_REMOVEXATTR, OP_UTIMENS,
 	OP_COPY_RANGE, OP_MKFIFO, OP_READLINK, OP_ACCESS, OP_CHOWN, OP_MMAP_WRITE, OP_FCHMOD,
-	OP_FCHOWN, OP_FDATASYNC, OP_DIRECT_RW, OP_TMPFILE_LINK, OP_COUNT
+	OP_FCHOWN, OP_FDATASYNC, OP_DIRECT_RW, OP_TMPFILE_LINK, OP_CHMOD_DIR, OP_RENAME_DIR, OP_COUNT
 };
 
 static const char *const OP_NAMES[OP_COUNT] = {
@@ -195,7 +197,7 @@ static const char *const OP_NAMES[OP_COUNT] = {
 	"mkdir", "rmdir", "link", "symlink", "stat", "lstat", "fstat", "chmod", "readdir",
 	"setxattr", "getxattr", "listxattr", "removexattr", "utimensat", "copy_file_range",
 	"mkfifo", "readlink", "access", "chown", "mmap_write", "fchmod", "fchown", "fdatasync",
-	"direct_rw", "tmpfile_link"};
+	"direct_rw", "tmpfile_link", "chmod_dir", "rename_dir"};
 
 static void draw(uint64_t *s, struct step *st)
 {
@@ -444,6 +446,17 @@ static void run_step(struct side *sd, const struct step *st, struct outcome *o, 
 	case OP_FCHMOD:
 		r = fd < 0 ? -2 : fchmod(fd, st->mode);
 		break;
+	case OP_CHMOD_DIR:
+		/* setgid directories hand their group down; sticky ones guard names */
+		r = chmod(d, st->mode | 0700);
+		break;
+	case OP_RENAME_DIR: {
+		/* over an empty directory, into itself, across levels */
+		char d2[512];
+		at(sd, DIRS[st->fill % COUNT(DIRS)], d2, sizeof(d2));
+		r = rename(d, d2);
+		break;
+	}
 	case OP_FDATASYNC:
 		r = fd < 0 ? -2 : fdatasync(fd);
 		break;
