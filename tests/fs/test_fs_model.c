@@ -626,7 +626,32 @@ struct sequence {
 	unsigned succeeded[OP_COUNT]; /* steps that succeeded, by operation, over every seed */
 };
 
-/* The whole sequence; 0 when every step and the trees matched, else 1 and why. */
+/*
+ * Two users taking turns in one sequence (in this process: which one it is,
+ * and the pipes the turns pass through). The step's user is drawn from a
+ * stream of its own, so both processes agree on it; the other one waits.
+ */
+static struct turns {
+	int me;      /* 0 or 1 */
+	int wait_fd; /* the other's steps end here: 'k' done, 'x' it diverged */
+	int tell_fd;
+} *turns;
+
+/* Whose step this is, in a sequence of two users. */
+static bool my_turn(uint64_t *who, int *bad)
+{
+	if (!turns)
+		return true;
+	if ((int)pick(who, 2) == turns->me)
+		return true;
+	char c = 'x';
+	if (read(turns->wait_fd, &c, 1) != 1 || c != 'k')
+		*bad = 2; /* the other diverged (its why is the sequence's) or is gone */
+	return false;
+}
+
+/* The whole sequence; 0 when every step and the trees matched, else 1 and why
+ * (2: the other user's step diverged). */
 static int run_sequence(void *arg)
 {
 	struct sequence *sq = arg;
@@ -639,11 +664,13 @@ static int run_sequence(void *arg)
 	signal(SIGPIPE, SIG_IGN);
 	/* Aligned for direct I/O. */
 	char *data = aligned_alloc(4096, (LARGE_MAX + 4095) / 4096 * 4096);
-	uint64_t s = sq->seed * 0x9e3779b97f4a7c15ull + 1;
+	uint64_t s = sq->seed * 0x9e3779b97f4a7c15ull + 1, who = sq->seed * 31 + 7;
 	int bad = 0;
 	for (int i = 0; i < STEPS && !bad; i++) {
 		struct step st;
 		draw(&s, &st);
+		if (!my_turn(&who, &bad))
+			continue;
 		struct outcome oa, ob;
 		run_step(&a, &st, &oa, data);
 		run_step(&b, &st, &ob, data);
@@ -668,6 +695,8 @@ static int run_sequence(void *arg)
 				 db);
 			bad = 1;
 		}
+		if (turns && write(turns->tell_fd, bad ? "x" : "k", 1) != 1)
+			bad = 1;
 	}
 	for (int i = 0; i < SLOTS; i++) {
 		if (a.fd[i] >= 0)
@@ -677,12 +706,13 @@ static int run_sequence(void *arg)
 	}
 	free(data);
 	char why[900];
-	if (!bad && !trees_match(sq->through, sq->reference, "", why, sizeof(why))) {
+	/* Two users' trees are compared once both are done. */
+	if (!bad && !turns && !trees_match(sq->through, sq->reference, "", why, sizeof(why))) {
 		snprintf(sq->why, sizeof(sq->why), "seed %llu, after the sequence: %s",
 			 (unsigned long long)sq->seed, why);
 		bad = 1;
 	}
-	if (bad)
+	if (bad == 1)
 		fprintf(stderr, "%s\n", sq->why);
 	return bad;
 }
@@ -827,6 +857,58 @@ START_TEST(random_sequences_of_four_tenants_at_once_match)
 }
 END_TEST
 
+/*
+ * Two users taking turns in the same directories (sticky and writable by
+ * all, as /tmp; each user has its own open files): what one made, the other
+ * reads, renames, unlinks, chmods or is refused, as on the backing
+ * filesystem. Both share a supplementary group, so group permissions,
+ * setgid directories and chown to that group count too.
+ */
+START_TEST(random_sequences_of_two_users_taking_turns_match)
+{
+	enum { SHARED_GID = 2100, SEEDS = 10 };
+	static const uid_t users[2] = {USER_UID, USER_UID + 1};
+	const gid_t shared = SHARED_GID;
+	ck_assert_int_eq(chmod(M.root, 0755), 0);
+	struct sequence *sq = sequence_new();
+	for (uint64_t seed = 2001; seed < 2001 + SEEDS; seed++) {
+		fresh_pair(sq, seed, 0, SHARED_GID);
+		ck_assert_int_eq(chmod(sq->through, 01777), 0);
+		ck_assert_int_eq(chmod(sq->reference, 01777), 0);
+		int to[2][2];
+		ck_assert_int_eq(pipe(to[0]), 0);
+		ck_assert_int_eq(pipe(to[1]), 0);
+		pid_t pid[2];
+		for (int k = 0; k < 2; k++) {
+			pid[k] = fork();
+			ck_assert_int_ge(pid[k], 0);
+			if (pid[k] == 0) {
+				struct turns mine = {.me = k, .wait_fd = to[k][0], .tell_fd = to[1 - k][1]};
+				turns = &mine;
+				_exit(test_run_as_groups(users[k], users[k], &shared, 1, -1, run_sequence, sq));
+			}
+		}
+		for (int k = 0; k < 2; k++) {
+			close(to[k][0]);
+			close(to[k][1]);
+		}
+		int status[2];
+		for (int k = 0; k < 2; k++)
+			ck_assert_int_eq(waitpid(pid[k], &status[k], 0), pid[k]);
+		for (int k = 0; k < 2; k++)
+			ck_assert_msg(WIFEXITED(status[k]) && (WEXITSTATUS(status[k]) == 0 ||
+							      WEXITSTATUS(status[k]) == 2),
+				      "uid %u (status %#x): %s", (unsigned)users[k], status[k],
+				      sq->why[0] ? sq->why : "the sequence did not finish");
+		ck_assert_msg(sq->why[0] == '\0', "%s", sq->why);
+		char why[900];
+		ck_assert_msg(trees_match(sq->through, sq->reference, "", why, sizeof(why)),
+			      "seed %llu, after the sequence: %s", (unsigned long long)seed, why);
+	}
+	require_every_operation_exercised(sq);
+}
+END_TEST
+
 int main(void)
 {
 	test_require_root("fs_model", "mounts, and runs as another user");
@@ -838,6 +920,7 @@ int main(void)
 	tcase_add_test(tc, random_sequences_as_root_match_the_backing_filesystem);
 	tcase_add_test(tc, random_sequences_as_a_user_match_the_backing_filesystem);
 	tcase_add_test(tc, random_sequences_of_four_tenants_at_once_match);
+	tcase_add_test(tc, random_sequences_of_two_users_taking_turns_match);
 	suite_add_tcase(s, tc);
 	TCase *wb = tcase_create("writeback_cache");
 	tcase_add_unchecked_fixture(wb, leftovers_init, leftovers_cleanup);
