@@ -7,8 +7,9 @@
  * mount and on a reference directory beside the backing one, and every
  * call must give the same result on both: the same return value or errno,
  * the same bytes, the same type, mode, size, link count and owner; at the
- * end both trees must be the same. As root and as an unprivileged user, so
- * permission checks and privilege clearing are compared too; on a plain
+ * end both trees must be the same. As root, as an unprivileged user and as
+ * two users taking turns in the same directories, so permission checks and
+ * privilege clearing are compared too; on a plain
  * mount, on one with the kernel's writeback cache, and on one that splices
  * large buffered writes (with payloads up to past 1 MiB drawn); and as four
  * tenants at once, so that requests go through the scheduler, not only a
