@@ -54,9 +54,13 @@ static bool large_payloads;
 
 static struct test_mount M;
 
+/* FS_MODEL_OPTS=OPTS in the environment mounts the plain case with -o OPTS
+ * (uring_only, noacl, max_write=4096, ...), to search other paths. */
 static void mount_up(void)
 {
-	test_mount_start(&M, NULL);
+	const char *opts = getenv("FS_MODEL_OPTS");
+	const char *const args[] = {"-o", opts, NULL};
+	test_mount_start(&M, opts && *opts ? args : NULL);
 }
 
 /* The kernel's writeback cache changes how writes, appends and sizes reach the daemon. */
