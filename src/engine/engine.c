@@ -467,9 +467,10 @@ static void push_to_reactor(struct engine *e, _Atomic(struct engine_req *) *stac
  * waits for its turn, so the scheduler still decides when the write starts
  * and charges it on completion.
  */
-static bool try_hold_worker(struct engine *e, const struct datapath_req *r, uint32_t tenant)
+static bool try_hold_worker(struct engine *e, const struct engine_req *er)
 {
-	if (r->op != DATAPATH_WRITE || (r->file->direct && !r->write_buffered) || tenant >= e->max_tenants)
+	uint32_t tenant = er->tenant;
+	if (er->op != DATAPATH_WRITE || er->direct || tenant >= e->max_tenants)
 		return false;
 	atomic_uint *mine = &e->per_tenant[tenant].held_writes;
 	if (atomic_fetch_add(mine, 1) < e->held_writes_per_tenant) {
@@ -743,7 +744,7 @@ static void engine_submit(struct datapath *dp, const struct datapath_req *r)
 		return;
 	}
 	sem_t go;
-	bool held = try_hold_worker(e, r, er->tenant);
+	bool held = try_hold_worker(e, er);
 	if (held) {
 		sem_init(&go, 0, 0);
 		er->held_data = r->write_data;

@@ -188,12 +188,18 @@ START_TEST(caller_cannot_create_in_foreign_directory)
 }
 END_TEST
 
-/* The permission bits (setuid/setgid included) of NAME as the backing sees it. */
-static mode_t backing_mode(const char *name)
+/* The permission bits (setuid/setgid included) of PATH. */
+static mode_t mode_of(const char *path)
 {
 	struct stat st;
-	ck_assert_int_eq(stat(test_backing_path(&M, name), &st), 0);
+	ck_assert_int_eq(stat(path, &st), 0);
 	return st.st_mode & 07777;
+}
+
+/* The permission bits of NAME as the backing sees it. */
+static mode_t backing_mode(const char *name)
+{
+	return mode_of(test_backing_path(&M, name));
 }
 
 /* NAME below the mount, owned by OWNER:GROUP with MODE (setuid/setgid included), as the backing sees it. */
@@ -356,13 +362,6 @@ static void make_users_file_with_privs(const char *path)
 	close(fd);
 	ck_assert_int_eq(chown(path, USER_UID, USER_GID), 0);
 	ck_assert_int_eq(chmod(path, 06750), 0);
-}
-
-static mode_t mode_of(const char *path)
-{
-	struct stat st;
-	ck_assert_int_eq(stat(path, &st), 0);
-	return st.st_mode & 07777;
 }
 
 /*
